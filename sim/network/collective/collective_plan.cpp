@@ -1,0 +1,65 @@
+#include "sim/network/collective/collective_plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "sim/core/input_error.hpp"
+
+namespace wallsim {
+
+GroupLayout layout_group(const Topology& topology, const std::vector<int>& ranks) {
+  if (ranks.size() < 2) {
+    throw InputError("command line", "--group", std::to_string(ranks.size()) + " rank(s)",
+                     "a collective needs at least 2 ranks");
+  }
+  std::map<int, std::vector<int>> by_node;
+  std::set<int> seen;
+  for (int rank : ranks) {
+    if (rank < 0 || rank >= topology.num_gpus()) {
+      throw InputError("command line", "--group", std::to_string(rank),
+                       "rank outside the cluster (valid: 0.." +
+                           std::to_string(topology.num_gpus() - 1) + ")");
+    }
+    if (!seen.insert(rank).second) {
+      throw InputError("command line", "--group", std::to_string(rank), "rank listed twice");
+    }
+    by_node[topology.node_of(rank)].push_back(rank);
+  }
+  GroupLayout layout;
+  layout.ranks = static_cast<int>(ranks.size());
+  for (auto& [node, members] : by_node) {
+    std::sort(members.begin(), members.end());
+    layout.by_node.push_back(std::move(members));
+  }
+  layout.per_node = static_cast<int>(layout.by_node.front().size());
+  for (const auto& members : layout.by_node) {
+    if (static_cast<int>(members.size()) != layout.per_node) layout.per_node = 0;
+  }
+  return layout;
+}
+
+Time contention_free_time(const CollectivePlan& plan, const std::vector<double>& capacity_Bps) {
+  std::vector<double> load(capacity_Bps.size(), 0.0);
+  std::vector<LinkId> touched;
+  double transfer_s = 0;
+  for (const Phase& phase : plan.phases) {
+    for (const Transfer& transfer : phase.transfers) {
+      for (LinkId link : transfer.route) {
+        if (load[link] == 0.0) touched.push_back(link);
+        load[link] += transfer.bytes;
+      }
+    }
+    double phase_s = 0;
+    for (LinkId link : touched) {
+      phase_s = std::max(phase_s, load[link] / capacity_Bps[link]);
+      load[link] = 0.0;
+    }
+    touched.clear();
+    transfer_s += phase_s;
+  }
+  const Time transfer = max(Time::from_seconds(transfer_s), plan.min_transfer_time);
+  return plan.latency + transfer;
+}
+
+}  // namespace wallsim

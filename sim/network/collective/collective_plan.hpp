@@ -1,0 +1,55 @@
+// A collective decomposed the way NCCL runs it: an algorithm, a protocol, a latency (alpha)
+// and phases of concurrent point-to-point transfers over resolved routes (beta).
+//
+// A network model executes a plan: phases run one after another, the transfers of a phase
+// concurrently; the collective ends `latency` plus the transfer time after it starts, and no
+// earlier than `latency + min_transfer_time` (the protocol's bandwidth cap). Bytes are wire
+// bytes: payload divided by the protocol's payload efficiency.
+#pragma once
+
+#include <vector>
+
+#include "sim/core/time.hpp"
+#include "sim/network/collective/collective.hpp"
+#include "sim/network/topology/topology.hpp"
+
+namespace wallsim {
+
+struct Transfer {
+  Route route;
+  double bytes = 0;
+};
+
+struct Phase {
+  std::vector<Transfer> transfers;
+};
+
+struct CollectivePlan {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  Algorithm algorithm = Algorithm::kRing;
+  Protocol protocol = Protocol::kSimple;
+  int ranks = 0;
+  int nodes = 0;
+  double bytes = 0;  // S as requested
+  Time latency;
+  Time min_transfer_time;
+  std::vector<Phase> phases;
+};
+
+// How a group of ranks sits on the nodes: ranks grouped by node (nodes in ascending order,
+// ranks within a node ascending). `per_node` is the common count, 0 when nodes differ.
+struct GroupLayout {
+  std::vector<std::vector<int>> by_node;
+  int ranks = 0;
+  int per_node = 0;
+  int nodes() const { return static_cast<int>(by_node.size()); }
+};
+
+// Throws InputError when a rank is outside the topology, repeated, or fewer than 2 ranks.
+GroupLayout layout_group(const Topology& topology, const std::vector<int>& ranks);
+
+// Time of a plan when it runs alone (no other traffic): latency plus, per phase, the most
+// loaded link's bytes over its capacity; at least latency + min_transfer_time.
+Time contention_free_time(const CollectivePlan& plan, const std::vector<double>& capacity_Bps);
+
+}  // namespace wallsim

@@ -1,0 +1,20 @@
+#pragma once
+
+#include "sim/network/model/network_model.hpp"
+
+namespace wallsim {
+
+// Alpha-beta without contention between collectives (see network_model.hpp).
+class AnalyticalModel final : public NetworkModel {
+ public:
+  AnalyticalModel(Engine& engine, std::vector<double> capacity_Bps)
+      : engine_(engine), capacity_Bps_(std::move(capacity_Bps)) {}
+  const char* name() const override { return "analytical"; }
+  void start(const CollectivePlan& plan, Done done, double multiplicity) override;
+
+ private:
+  Engine& engine_;
+  std::vector<double> capacity_Bps_;
+};
+
+}  // namespace wallsim

@@ -1,0 +1,50 @@
+#include "sim/network/model/network_model.hpp"
+
+#include <array>
+
+#include "sim/core/input_error.hpp"
+#include "sim/network/model/analytical_model.hpp"
+#include "sim/network/model/flow_model.hpp"
+
+namespace wallsim {
+namespace {
+
+using Factory = std::unique_ptr<NetworkModel> (*)(Engine&, std::vector<double>);
+
+template <typename Model>
+std::unique_ptr<NetworkModel> make(Engine& engine, std::vector<double> capacity_Bps) {
+  return std::make_unique<Model>(engine, std::move(capacity_Bps));
+}
+
+struct Registration {
+  const char* name;
+  Factory factory;
+};
+
+constexpr std::array<Registration, 2> kModels{{
+    {"analytical", &make<AnalyticalModel>},
+    {"flow", &make<FlowModel>},
+}};
+
+}  // namespace
+
+std::vector<std::string> network_model_names() {
+  std::vector<std::string> names;
+  for (const auto& model : kModels) names.emplace_back(model.name);
+  return names;
+}
+
+std::unique_ptr<NetworkModel> make_network_model(std::string_view name, Engine& engine,
+                                                 std::vector<double> capacity_Bps,
+                                                 const std::string& where,
+                                                 const std::string& json_path) {
+  for (const auto& model : kModels) {
+    if (name == model.name) return model.factory(engine, std::move(capacity_Bps));
+  }
+  std::string valid;
+  for (const auto& model : kModels) valid += (valid.empty() ? "" : ", ") + std::string(model.name);
+  throw InputError(where, json_path, std::string(name),
+                   "unknown network model. Valid values are: " + valid);
+}
+
+}  // namespace wallsim

@@ -1,0 +1,46 @@
+// The network model interface and its registry.
+//
+// A NetworkModel executes collective plans on the engine. Models differ only in how they turn
+// transfers into time:
+//   analytical — alpha-beta: a plan takes its latency plus, per phase, its most loaded link's
+//                bytes over capacity. Collectives never slow each other. Fastest.
+//   flow       — flow-level: every transfer is a flow whose rate is the max-min fair share of
+//                the links it crosses, recomputed as flows start and end, so concurrent
+//                collectives on shared links slow each other.
+// Adding a model: a file pair, one line in kModels (network_model.cpp), tests and a README entry.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/engine.hpp"
+#include "sim/network/collective/collective_plan.hpp"
+
+namespace wallsim {
+
+class NetworkModel {
+ public:
+  using Done = std::function<void()>;
+  virtual ~NetworkModel() = default;
+
+  virtual const char* name() const = 0;
+
+  // Starts `plan` at the engine's current time; `done` runs when its last byte has arrived.
+  // `multiplicity` counts identical instances running at the same time on the same links
+  // (symmetric simulation); the analytical model ignores it.
+  virtual void start(const CollectivePlan& plan, Done done, double multiplicity = 1.0) = 0;
+};
+
+// Creates a model by name over links with the given effective capacities. An unknown name
+// throws InputError listing the valid ones ("Valid values are: analytical, flow").
+std::unique_ptr<NetworkModel> make_network_model(std::string_view name, Engine& engine,
+                                                 std::vector<double> capacity_Bps,
+                                                 const std::string& where = "command line",
+                                                 const std::string& json_path = "--network");
+
+std::vector<std::string> network_model_names();
+
+}  // namespace wallsim

@@ -1,0 +1,52 @@
+// A cluster described as a node template plus fabric rules.
+//
+// One cluster file serves any GPU count: the node count follows from the number of GPUs a run
+// asks for. Bandwidths here are line rates (what the datasheet says); the efficiencies NCCL
+// achieves on them come from the calibration profile, not from the cluster.
+#pragma once
+
+#include <string>
+
+namespace wallsim {
+
+class JsonNode;
+
+struct NvlinkSpec {
+  double bandwidth_GBps = 0;  // per GPU, per direction, line rate (H100: 450)
+  double latency_ns = 0;      // one GPU -> NVSwitch -> GPU traversal
+  bool nvswitch = true;       // all GPUs of a node meet in one non-blocking crossbar
+  bool nvls = false;          // NVLink SHARP (in-switch reduction) available
+};
+
+struct NicSpec {
+  int per_node = 0;            // one NIC per GPU ("rail") on DGX-class nodes
+  double bandwidth_Gbps = 0;   // per NIC, per direction, line rate (NDR: 400)
+  double pcie_bandwidth_GBps = 0;  // GPU <-> NIC path, per direction
+  double latency_ns = 0;       // NIC + cable, per traversal
+};
+
+struct FabricSpec {
+  int scalable_unit_nodes = 32;      // nodes under one set of rail leaves
+  int pod_scalable_units = 8;        // SUs under one spine tier; more adds a core tier
+  double leaf_oversubscription = 1;  // leaf down-ports bandwidth / up-ports bandwidth
+  double spine_oversubscription = 1; // same, spine to core
+  double switch_latency_ns = 0;      // per switch traversal
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string gpu;  // calibration profile name, e.g. "h100-sxm"
+  int gpus_per_node = 8;
+  NvlinkSpec nvlink;
+  NicSpec nic;
+  FabricSpec fabric;
+};
+
+// Parses a cluster JSON object (see configs/clusters/README.md for the keys). Unknown keys are
+// rejected; errors throw InputError naming file, JSON path, value and what is allowed.
+ClusterSpec parse_cluster_spec(const JsonNode& node);
+
+// Loads and parses a cluster file.
+ClusterSpec load_cluster_spec(const std::string& path);
+
+}  // namespace wallsim

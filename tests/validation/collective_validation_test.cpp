@@ -1,0 +1,150 @@
+// Predicted collective bus bandwidth against measured nccl-tests figures (hardware.md §3,
+// each row with its source). Large messages (>= 256 MiB) must be within 10% in both network
+// models; small messages must give a monotone, latency-dominated curve. The test prints the
+// table of predicted against measured.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "calibration/profile.hpp"
+#include "sim/network/model/collective_runner.hpp"
+
+using namespace wallsim;
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr double kMiB = 1024.0 * 1024;
+
+struct Measurement {
+  const char* label;
+  const char* cluster;
+  int nodes;
+  int gpus_per_node;
+  CollectiveOp op;
+  std::optional<Algorithm> algorithm;  // forced as NCCL_ALGO was, else NCCL's own choice
+  double bytes;
+  double measured_busbw_GBps;
+  const char* source;
+};
+
+const std::vector<Measurement>& measurements() {
+  static const std::vector<Measurement> rows = {
+      {"8x H100 all-reduce (NVLS)", "dgx-h100", 1, 8, CollectiveOp::kAllReduce, std::nullopt,
+       4 * kGiB, 478, "sjeaugey nccl-tests#212 (~480), AddyLaddy nccl-tests#290 (476)"},
+      {"8x H100 all-reduce ring", "dgx-h100", 1, 8, CollectiveOp::kAllReduce, Algorithm::kRing,
+       4 * kGiB, 367.5, "nccl#1455, NCCL_ALGO=RING, 365-370 at 2-4 GB"},
+      {"4x H100 all-reduce ring", "dgx-h100", 1, 4, CollectiveOp::kAllReduce, Algorithm::kRing,
+       2 * kGiB, 367.5, "nccl#1455, 2-8 GPUs ring 365-370"},
+      {"5x H100 all-reduce NVLS", "dgx-h100", 1, 5, CollectiveOp::kAllReduce, Algorithm::kNvls,
+       4 * kGiB, 420, "nccl#1455, NCCL_ALGO=NVLS"},
+      {"6x H100 all-reduce NVLS", "dgx-h100", 1, 6, CollectiveOp::kAllReduce, Algorithm::kNvls,
+       4 * kGiB, 440, "nccl#1455, NCCL_ALGO=NVLS"},
+      {"7x H100 all-reduce NVLS", "dgx-h100", 1, 7, CollectiveOp::kAllReduce, Algorithm::kNvls,
+       4 * kGiB, 460, "nccl#1455, NCCL_ALGO=NVLS"},
+      {"8x H100 all-gather", "dgx-h100", 1, 8, CollectiveOp::kAllGather, std::nullopt, 4 * kGiB,
+       370, "sjeaugey nccl-tests#212: any non-allreduce collective ~370"},
+      {"8x H100 reduce-scatter", "dgx-h100", 1, 8, CollectiveOp::kReduceScatter, std::nullopt,
+       4 * kGiB, 370, "sjeaugey nccl-tests#212: any non-allreduce collective ~370"},
+      {"8x H100 all-to-all", "dgx-h100", 1, 8, CollectiveOp::kAllToAll, std::nullopt, 4 * kGiB,
+       370, "sjeaugey nccl-tests#212: any non-allreduce collective ~370"},
+      {"8x H200 all-reduce (NVLS)", "dgx-h200", 1, 8, CollectiveOp::kAllReduce, std::nullopt,
+       8 * kGiB, 473.1, "ml-engineering network/README.md, 8 GiB"},
+      {"8x H200 all-reduce ring", "dgx-h200", 1, 8, CollectiveOp::kAllReduce, Algorithm::kRing,
+       8 * kGiB, 365.6, "ml-engineering network/README.md, NVLS off"},
+      {"4x H200 all-reduce (ring chosen)", "dgx-h200", 1, 4, CollectiveOp::kAllReduce,
+       std::nullopt, 8 * kGiB, 363.3, "ml-engineering: NVLS not selected at 4 GPUs"},
+      {"5x H200 all-reduce (NVLS)", "dgx-h200", 1, 5, CollectiveOp::kAllReduce, std::nullopt,
+       8 * kGiB, 414.2, "ml-engineering network/README.md"},
+      {"7x H200 all-reduce (NVLS)", "dgx-h200", 1, 7, CollectiveOp::kAllReduce, std::nullopt,
+       8 * kGiB, 460.0, "ml-engineering network/README.md"},
+      {"8x H800 all-reduce", "dgx-h800", 1, 8, CollectiveOp::kAllReduce, std::nullopt, 4 * kGiB,
+       215, "nccl#1374, default algorithm"},
+      {"8x A100 all-reduce", "dgx-a100", 1, 8, CollectiveOp::kAllReduce, std::nullopt, 8 * kGiB,
+       232.5, "ml-engineering (235), sjeaugey nccl-tests#149 (~230)"},
+      {"4 nodes x 8 H100 all-reduce ring, 8 NICs", "dgx-h100", 4, 8, CollectiveOp::kAllReduce,
+       Algorithm::kRing, 8 * kGiB, 376, "AddyLaddy nccl-tests#290: 8 x 46-48 GB/s, >= 3 nodes"},
+      {"16 nodes x 8 H100 all-reduce ring, 8 NICs", "dgx-h100", 16, 8, CollectiveOp::kAllReduce,
+       Algorithm::kRing, 8 * kGiB, 376, "AddyLaddy nccl-tests#290: 8 x 46-48 GB/s"},
+      {"4 nodes x 8 A100 all-reduce ring, 8 HDR NICs", "dgx-a100", 4, 8,
+       CollectiveOp::kAllReduce, Algorithm::kRing, 8 * kGiB, 192, "AddyLaddy nccl#812"},
+  };
+  return rows;
+}
+
+struct Setup {
+  Topology topology;
+  Profile profile;
+};
+
+Setup make_setup(const std::string& cluster_name, int nodes) {
+  const std::string root = WALLSIM_SOURCE_ROOT;
+  ClusterSpec spec = load_cluster_spec(root + "/configs/clusters/" + cluster_name + ".json");
+  const int gpus = nodes * spec.gpus_per_node;
+  Profile profile = load_profile(shipped_profile_path(spec.gpu));
+  return Setup{Topology(spec, gpus), std::move(profile)};
+}
+
+CollectiveRequest request_for(const Measurement& row, double bytes, int gpus_per_node_cluster) {
+  CollectiveRequest request;
+  request.op = row.op;
+  request.algorithm = row.algorithm;
+  request.bytes = bytes;
+  for (int node = 0; node < row.nodes; ++node) {
+    for (int local = 0; local < row.gpus_per_node; ++local) {
+      request.ranks.push_back(node * gpus_per_node_cluster + local);
+    }
+  }
+  return request;
+}
+
+}  // namespace
+
+TEST_CASE("large-message busbw is within 10% of measured nccl-tests figures",
+          "[validation][collective]") {
+  std::printf("\n%-44s %-10s %-6s %-9s %9s %9s %8s\n", "case", "model", "algo", "size",
+              "predicted", "measured", "error");
+  double sum_abs_error = 0;
+  int count = 0;
+  for (const auto& row : measurements()) {
+    const Setup setup = make_setup(row.cluster, row.nodes);
+    for (const char* model : {"analytical", "flow"}) {
+      const auto request = request_for(row, row.bytes, setup.topology.gpus_per_node());
+      const auto result = run_collective(model, setup.topology, setup.profile.comm, request);
+      const double error = result.busbw_GBps() / row.measured_busbw_GBps - 1;
+      std::printf("%-44s %-10s %-6s %6.0fGiB %9.1f %9.1f %+7.1f%%\n", row.label, model,
+                  algorithm_name(result.algorithm), row.bytes / kGiB, result.busbw_GBps(),
+                  row.measured_busbw_GBps, 100 * error);
+      sum_abs_error += std::fabs(error);
+      ++count;
+      INFO(row.label << " [" << model << "] source: " << row.source);
+      CHECK(std::fabs(error) <= 0.10);
+    }
+  }
+  std::printf("mean absolute error over %d predictions: %.1f%%\n", count,
+              100 * sum_abs_error / count);
+}
+
+TEST_CASE("small messages give a monotone, latency-dominated busbw curve",
+          "[validation][collective]") {
+  for (const auto& row : measurements()) {
+    const Setup setup = make_setup(row.cluster, row.nodes);
+    double previous_busbw = 0;
+    double first_time_s = 0;
+    for (double bytes = 1024; bytes <= 256 * kMiB; bytes *= 2) {
+      const auto request = request_for(row, bytes, setup.topology.gpus_per_node());
+      const auto result = run_collective("flow", setup.topology, setup.profile.comm, request);
+      INFO(row.label << " at " << bytes << " bytes");
+      // busbw never falls as the message grows (latency is amortized, bandwidth fixed)...
+      CHECK(result.busbw_GBps() >= previous_busbw * 0.999);
+      previous_busbw = result.busbw_GBps();
+      if (bytes == 1024) first_time_s = result.time.seconds();
+      // ...and up to 8 KiB the time is mostly latency: 8x the bytes costs under 30% more time.
+      if (bytes <= 8192) CHECK(result.time.seconds() <= first_time_s * 1.3);
+    }
+  }
+}

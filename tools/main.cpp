@@ -1,0 +1,67 @@
+// wallsim: predicts step time, memory and the binding wall of Megatron-style LLM training.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "sim/core/input_error.hpp"
+#include "tools/command.hpp"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitInternal = 1;
+constexpr int kExitBadInput = 2;
+
+void send_logs_to_stderr() {
+  auto logger = spdlog::stderr_color_mt("wallsim");
+  logger->set_pattern("wallsim: %l: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::warn);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  send_logs_to_stderr();
+  CLI::App app{"wallsim: a discrete-event simulator of Megatron-style LLM training on GPU clusters"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "wallsim 0.1.0");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Log progress to stderr");
+
+  wallsim::cli::CommandSet commands;
+  wallsim::cli::add_collective_command(app, commands);
+  wallsim::cli::add_flops_command(app, commands);
+  wallsim::cli::add_memory_command(app, commands);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints CLI11's message
+    return kExitBadInput;
+  } catch (const wallsim::InputError& e) {
+    std::fprintf(stderr, "wallsim: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+  if (verbose) spdlog::set_level(spdlog::level::info);
+
+  try {
+    return commands.action ? commands.action() : kExitOk;
+  } catch (const wallsim::InputError& e) {
+    std::fprintf(stderr, "wallsim: error: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "wallsim: internal error: %s\n", e.what());
+    return kExitInternal;
+  }
+}
