@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);  // prints CLI11's message
+    std::fprintf(stderr, "wallsim: error: %s (see 'wallsim --help')\n", e.what());
     return kExitBadInput;
   } catch (const wallsim::InputError& e) {
     std::fprintf(stderr, "wallsim: error: %s\n", e.what());

@@ -1,0 +1,50 @@
+// GpuModel: how long a GEMM, a flash-attention call or a memory-bound kernel runs on one GPU.
+//
+// Every kernel pays the profile's launch overhead, then:
+//   GEMM        max(FLOPs / compute rate, bytes / (HBM bandwidth · hbm_efficiency(bytes)))
+//               compute rate = peak(dtype) · best_fraction(dtype) · size_falloff(FLOPs)
+//                              · wave_efficiency(tiles, sms_available) · sms_available / sms
+//   attention   FLOPs / (table FLOP/s(pass, causal, head_dim, seq_kv) · sms_available / sms)
+//   memory      bytes / (HBM bandwidth · hbm_efficiency(bytes)), whatever sms_available is
+// `sms_available` is the number of SMs the kernel may use: all of them (profile().sms) when it
+// runs alone, fewer when a communication kernel holds some (profile().comm_kernel_sms).
+// Compute-bound kernels slow in proportion to the SMs they lose; memory-bound kernels keep
+// their bandwidth, because a few SMs already saturate HBM. sim/hw/README.md derives each term.
+#pragma once
+
+#include "sim/core/time.hpp"
+#include "sim/hw/gpu_profile.hpp"
+#include "sim/hw/kernel_flops.hpp"
+
+namespace wallsim {
+
+class GpuModel {
+ public:
+  explicit GpuModel(GpuProfile profile);
+
+  const GpuProfile& profile() const { return profile_; }
+
+  // InputError when the profile lacks `dtype`; std::invalid_argument when a dimension is
+  // negative or sms_available is outside [1, profile().sms].
+  Time gemm(const GemmShape& shape, Dtype dtype, int sms_available) const;
+  // Flash attention is modelled in bf16, the precision its tables were measured in.
+  Time attention_forward(const AttentionShape& shape, int sms_available) const;
+  Time attention_backward(const AttentionShape& shape, int sms_available) const;
+  // A kernel that streams `bytes` through HBM (reads plus writes).
+  Time memory_bound(double bytes, int sms_available) const;
+
+  // The rates behind the durations, for reports and tests.
+  // FLOP/s a GEMM of this shape sustains while compute-bound.
+  double gemm_compute_flops_per_s(const GemmShape& shape, Dtype dtype, int sms_available) const;
+  // HBM bandwidth a kernel moving `bytes` sustains.
+  double achieved_hbm_Bps(double bytes) const;
+
+ private:
+  Time attention(AttentionPass pass, const AttentionShape& shape, double flops,
+                 int sms_available) const;
+  void check_sms(int sms_available) const;
+
+  GpuProfile profile_;
+};
+
+}  // namespace wallsim

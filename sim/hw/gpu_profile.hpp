@@ -1,0 +1,65 @@
+// GpuProfile: what wallsim knows about one GPU type, as data read from a calibration profile.
+//
+// The `gpu` section of calibration/profiles/<name>.json (see sim/hw/README.md for every key):
+// peak dense FLOP/s per dtype, HBM size and bandwidth, the best GEMM throughput measured per
+// dtype with a size falloff, flash-attention throughput tables, HBM efficiency by bytes moved,
+// the per-kernel launch overhead and the SMs a communication kernel holds. Every number in a
+// shipped profile carries its citation in the section's `sources` object.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "sim/core/time.hpp"
+#include "sim/hw/attention_tables.hpp"
+#include "sim/hw/dtype.hpp"
+#include "sim/hw/log_curve.hpp"
+
+namespace wallsim {
+
+class JsonNode;
+
+// Dense tensor-core throughput of one dtype.
+struct DtypeCompute {
+  double peak_flops;       // vendor dense peak, FLOP/s
+  double gemm_best_flops;  // best GEMM throughput measured (best shape), FLOP/s; <= peak
+};
+
+struct GemmEfficiency {
+  // Output tile of the GEMM kernels, for wave quantization (wave_quantization.hpp).
+  int tile_m = 128;
+  int tile_n = 256;
+  // Relative efficiency (0, 1] against the GEMM's total FLOPs, applied on top of the
+  // best-shape fraction: 1 for large GEMMs, less for small ones.
+  LogCurve size_falloff;
+};
+
+struct GpuProfile {
+  std::string name;         // e.g. "NVIDIA H100 SXM5 80GB"
+  std::string source_file;  // the file it was read from, for error messages
+  std::string json_path;    // the section's path in that file (e.g. "gpu")
+
+  int sms = 0;
+  double hbm_bytes = 0;
+  double hbm_bandwidth_Bps = 0;           // vendor peak
+  std::map<Dtype, DtypeCompute> compute;  // dtypes the GPU's tensor cores support
+  GemmEfficiency gemm;
+  AttentionTables attention;
+  LogCurve hbm_efficiency;      // fraction of hbm_bandwidth_Bps by bytes moved
+  Time kernel_launch_overhead;  // paid once by every kernel
+  int comm_kernel_sms = 0;      // SMs a comm kernel holds beside a GEMM
+
+  bool supports(Dtype dtype) const { return compute.count(dtype) != 0; }
+  // Dense peak FLOP/s; InputError naming the profile when the GPU lacks the dtype
+  // (e.g. fp8 on an A100).
+  double peak_flops(Dtype dtype) const;
+  // Best measured GEMM throughput over the dense peak, in (0, 1]; same error as peak_flops.
+  double gemm_best_fraction(Dtype dtype) const;
+  const DtypeCompute& compute_of(Dtype dtype) const;
+};
+
+// Reads the `gpu` section of a profile; InputError (file, JSON path, value, what is allowed)
+// on missing, malformed or unknown keys.
+GpuProfile parse_gpu_profile(const JsonNode& gpu_section);
+
+}  // namespace wallsim

@@ -1,0 +1,126 @@
+#include "sim/hw/gpu_profile.hpp"
+
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "shipped_profile.hpp"
+#include "sim/core/input_error.hpp"
+#include "sim/core/json_reader.hpp"
+
+using namespace wallsim;
+using Catch::Matchers::Contains;
+
+namespace {
+
+GpuProfile parse_section(const nlohmann::json& gpu) {
+  return parse_gpu_profile(JsonNode(gpu, "test.json", "gpu"));
+}
+
+nlohmann::json shipped_section(const std::string& name) {
+  return load_json_file(test::shipped_profile_file(name)).at("gpu");
+}
+
+}  // namespace
+
+TEST_CASE("every shipped profile parses with its datasheet numbers", "[hw][profile]") {
+  const GpuProfile h100 = test::load_shipped_gpu("h100-sxm");
+  CHECK(h100.sms == 132);
+  CHECK(h100.peak_flops(Dtype::kBf16) == Approx(989.4e12));
+  CHECK(h100.peak_flops(Dtype::kFp8) == Approx(1978.9e12));
+  CHECK(h100.hbm_bandwidth_Bps == Approx(3.35e12));
+  CHECK(h100.hbm_bytes == Approx(80.0 * (1 << 30)));
+  CHECK(h100.comm_kernel_sms == 16);
+  CHECK(h100.gemm_best_fraction(Dtype::kBf16) == Approx(794.5 / 989.4));
+  CHECK(h100.attention.kernel() == "FlashAttention-3");
+
+  const GpuProfile h200 = test::load_shipped_gpu("h200-sxm");
+  CHECK(h200.hbm_bandwidth_Bps == Approx(4.8e12));
+  CHECK(h200.gemm_best_fraction(Dtype::kFp8) == Approx(1453.4 / 1979.0));
+
+  const GpuProfile a100 = test::load_shipped_gpu("a100-sxm-80gb");
+  CHECK(a100.sms == 108);
+  CHECK(a100.gemm_best_fraction(Dtype::kBf16) == Approx(271.2 / 312.0));
+  CHECK_FALSE(a100.supports(Dtype::kFp8));
+}
+
+TEST_CASE("shipped profiles name themselves and say where their numbers came from",
+          "[hw][profile]") {
+  for (const char* name : {"h100-sxm", "h200-sxm", "a100-sxm-80gb"}) {
+    const auto root = load_json_file(test::shipped_profile_file(name));
+    CHECK(root.at("name") == name);
+    for (const char* key : {"source", "date", "hardware", "tool"}) {
+      CHECK(root.at("provenance").contains(key));
+    }
+    // Every number of the gpu section has a citation in gpu.sources.
+    const auto& gpu = root.at("gpu");
+    const auto& sources = gpu.at("sources");
+    for (const auto& [key, value] : gpu.items()) {
+      if (key == "name" || key == "sources" || !value.is_number()) continue;
+      CHECK(sources.contains(key));
+    }
+    CHECK(sources.contains("attention"));
+    CHECK(sources.contains("gemm.size_falloff"));
+  }
+}
+
+TEST_CASE("fp8 on an A100 profile fails naming the missing dtype", "[hw][profile]") {
+  const GpuProfile a100 = test::load_shipped_gpu("a100-sxm-80gb");
+  CHECK_THROWS_WITH(a100.peak_flops(Dtype::kFp8),
+                    Contains("gpu.peak_tflops.fp8") && Contains("has no fp8"));
+  CHECK_THROWS_AS(a100.gemm_best_fraction(Dtype::kFp8), InputError);
+}
+
+TEST_CASE("an unknown key in the gpu section is rejected naming its JSON path", "[hw][profile]") {
+  auto gpu = shipped_section("h100-sxm");
+  gpu["sm_count"] = 132;
+  CHECK_THROWS_WITH(parse_section(gpu),
+                    Contains("test.json: gpu.sm_count") && Contains("unknown key"));
+  auto nested = shipped_section("h100-sxm");
+  nested["gemm"]["tile_k"] = 64;
+  CHECK_THROWS_WITH(parse_section(nested), Contains("gpu.gemm.tile_k"));
+}
+
+TEST_CASE("a profile whose best GEMM lacks a dtype of its peaks is rejected", "[hw][profile]") {
+  auto gpu = shipped_section("h100-sxm");
+  gpu["gemm"]["best_tflops"].erase("fp8");
+  CHECK_THROWS_WITH(parse_section(gpu), Contains("gpu.gemm.best_tflops") && Contains("fp8"));
+}
+
+TEST_CASE("a measured GEMM faster than the peak is rejected", "[hw][profile]") {
+  auto gpu = shipped_section("h100-sxm");
+  gpu["gemm"]["best_tflops"]["bf16"] = 1000.0;
+  CHECK_THROWS_WITH(parse_section(gpu), Contains("exceeds"));
+}
+
+TEST_CASE("a curve with unordered points is rejected at the offending entry", "[hw][profile]") {
+  auto gpu = shipped_section("h100-sxm");
+  gpu["hbm_efficiency"]["bytes"] = {1e6, 1e5, 1e7, 1e8};
+  CHECK_THROWS_WITH(parse_section(gpu), Contains("gpu.hbm_efficiency.bytes[1]"));
+  auto short_y = shipped_section("h100-sxm");
+  short_y["hbm_efficiency"]["fraction"] = {0.5};
+  CHECK_THROWS_WITH(parse_section(short_y), Contains("gpu.hbm_efficiency.fraction"));
+}
+
+TEST_CASE("a profile missing a causal backward attention table is rejected", "[hw][profile]") {
+  auto gpu = shipped_section("a100-sxm-80gb");
+  auto& tables = gpu["attention"]["tables"];
+  tables.erase(tables.size() - 1);  // the causal backward table
+  CHECK_THROWS_WITH(parse_section(gpu),
+                    Contains("gpu.attention.tables") && Contains("\"backward\" and causal true"));
+}
+
+TEST_CASE("a comm kernel may not hold every SM", "[hw][profile]") {
+  auto gpu = shipped_section("h100-sxm");
+  gpu["comm_kernel_sms"] = 132;
+  CHECK_THROWS_WITH(parse_section(gpu), Contains("gpu.comm_kernel_sms"));
+}
+
+TEST_CASE("sources are documentation: any keys, string values only", "[hw][profile]") {
+  auto gpu = shipped_section("h100-sxm");
+  gpu["sources"]["anything.at.all"] = "a citation";
+  CHECK_NOTHROW(parse_section(gpu));
+  gpu["sources"]["sms"] = 132;
+  CHECK_THROWS_WITH(parse_section(gpu), Contains("gpu.sources.sms"));
+}
