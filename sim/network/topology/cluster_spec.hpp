@@ -19,18 +19,18 @@ struct NvlinkSpec {
 };
 
 struct NicSpec {
-  int per_node = 0;            // one NIC per GPU ("rail") on DGX-class nodes
-  double bandwidth_Gbps = 0;   // per NIC, per direction, line rate (NDR: 400)
+  int per_node = 0;                // one NIC per GPU ("rail") on DGX-class nodes
+  double bandwidth_Gbps = 0;       // per NIC, per direction, line rate (NDR: 400)
   double pcie_bandwidth_GBps = 0;  // GPU <-> NIC path, per direction
-  double latency_ns = 0;       // NIC + cable, per traversal
+  double latency_ns = 0;           // NIC + cable, per traversal
 };
 
 struct FabricSpec {
-  int scalable_unit_nodes = 32;      // nodes under one set of rail leaves
-  int pod_scalable_units = 8;        // SUs under one spine tier; more adds a core tier
-  double leaf_oversubscription = 1;  // leaf down-ports bandwidth / up-ports bandwidth
-  double spine_oversubscription = 1; // same, spine to core
-  double switch_latency_ns = 0;      // per switch traversal
+  int scalable_unit_nodes = 32;       // nodes under one set of rail leaves
+  int pod_scalable_units = 8;         // SUs under one spine tier; more adds a core tier
+  double leaf_oversubscription = 1;   // leaf down-ports bandwidth / up-ports bandwidth
+  double spine_oversubscription = 1;  // same, spine to core
+  double switch_latency_ns = 0;       // per switch traversal
 };
 
 struct ClusterSpec {

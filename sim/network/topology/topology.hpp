@@ -107,10 +107,10 @@ class Topology {
   std::vector<Link> links_;
   std::unique_ptr<Graph> graph_;
   // Link ids by endpoint, filled while building the graph (see topology.cpp).
-  std::vector<LinkId> gpu_up_, gpu_down_;    // GPU -> NVSwitch, NVSwitch -> GPU
-  std::vector<LinkId> pcie_up_, pcie_down_;  // GPU -> NIC, NIC -> GPU (by GPU)
-  std::vector<LinkId> nic_up_, nic_down_;    // NIC -> leaf, leaf -> NIC (by node*nics + rail)
-  std::vector<LinkId> leaf_up_, leaf_down_;  // leaf -> spine, spine -> leaf (by leaf index)
+  std::vector<LinkId> gpu_up_, gpu_down_;      // GPU -> NVSwitch, NVSwitch -> GPU
+  std::vector<LinkId> pcie_up_, pcie_down_;    // GPU -> NIC, NIC -> GPU (by GPU)
+  std::vector<LinkId> nic_up_, nic_down_;      // NIC -> leaf, leaf -> NIC (by node*nics + rail)
+  std::vector<LinkId> leaf_up_, leaf_down_;    // leaf -> spine, spine -> leaf (by leaf index)
   std::vector<LinkId> spine_up_, spine_down_;  // spine tier of a pod -> core, core -> spine
 };
 

@@ -1,0 +1,4 @@
+target_sources(wallsim_network PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/flow_network.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/max_min_solver.cpp
+)
