@@ -78,7 +78,7 @@ CollectiveRequest make_request(const CollectiveOptions& options, const ClusterSp
 
 nlohmann::json to_json(const CollectiveResult& result) {
   return {{"op", op_name(result.op)},
-          {"bytes", result.bytes},
+          {"bytes", static_cast<std::uint64_t>(result.bytes)},
           {"ranks", result.ranks},
           {"time_s", result.time.seconds()},
           {"algbw_GBps", result.algbw_GBps()},

@@ -1,0 +1,42 @@
+// A validated parallel layout: the sizes of every axis, the effective switches, the number of
+// micro-batches and where each layer goes.
+//
+// make_layout rejects impossible layouts with the reason, as Megatron-LM's argument checks
+// would (heads % tp, kv_heads % tp, ffn_hidden % tp, num_gpus % (tp·cp·pp),
+// global_batch % (micro_batch·dp), seq_len % (2·cp) with context parallelism, seq_len/cp % tp
+// with sequence parallelism). Sequence parallelism without tp > 1 is switched off with a note,
+// as Megatron does. Not fitting in memory is not a layout error: memory.hpp reports it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/layer_placement.hpp"
+#include "models/model_spec.hpp"
+#include "models/parallel_spec.hpp"
+#include "models/rank_layout.hpp"
+#include "models/training_spec.hpp"
+
+namespace wallsim::models {
+
+struct Layout {
+  ParallelSizes sizes;  // ep = 1 on the dense grid
+  AxisOrder order{};
+  std::int64_t vpp = 1;
+  bool sequence_parallel = false;     // effective value
+  bool interleaved = false;           // interleaved 1F1B (vpp > 1)
+  std::int64_t num_microbatches = 1;  // m = global_batch / (micro_batch·dp)
+  LayerPlacement placement;
+  std::vector<std::string> notes;  // what was adjusted, for the user
+
+  RankLayout ranks() const { return RankLayout(sizes, order); }
+  // The group the distributed optimizer shards over: DP×CP (mechanics.md §6.2).
+  std::int64_t dp_cp() const { return sizes.dp * sizes.cp; }
+};
+
+// `where` names the run config file in errors.
+Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
+                   const TrainingSpec& training, std::int64_t num_gpus, const std::string& where);
+
+}  // namespace wallsim::models

@@ -1,0 +1,84 @@
+// Memory per GPU of every pipeline stage, analytically (no simulation).
+//
+// Static bytes (Megatron-LM's mixed-precision Adam; megatron_formulas.md §2): bf16 weights
+// (2 bytes/param), fp32 main gradients (4; 2 with grad_reduce_dtype bf16), fp32 master weights
+// and Adam moments (12). With the distributed optimizer those 12 bytes are sharded over the
+// DP×CP group, as Megatron really shards them (data-parallel group with context parallel);
+// Megatron's estimator divides by dp only (§5.1), so the two differ when cp > 1.
+// Stage s holds its layers (TP-sharded attention and MLP ÷ tp, norms whole); the first stage the
+// input embedding (V·h/tp); the last stage the final norm and the output layer (V·h/tp) when it
+// is untied or pp > 1 (tied embeddings keep a copy on the last stage). Where layers divide by
+// pp and cp = 1, the first stage equals Megatron's compute_weight_and_optimizer_memory except
+// the final norm, which Megatron spreads as ν·h/pp over all stages and wallsim puts on the last.
+//
+// Activations: per-layer and embedding/output bytes from activation_memory.hpp, kept alive by
+// the stage's pipeline schedule (pipeline_schedule.hpp); full recompute adds one layer's
+// complete activations while its backward runs. Buffers: training.memory_allowances.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/layer_placement.hpp"
+#include "models/layout.hpp"
+#include "models/model_spec.hpp"
+#include "models/training_spec.hpp"
+
+namespace wallsim::models {
+
+struct StageParameters {
+  double tp_sharded = 0;  // per GPU, already ÷ tp
+  double replicated = 0;
+  double total() const { return tp_sharded + replicated; }
+};
+
+// Parameters one GPU of stage `stage` holds.
+StageParameters stage_parameters(const ModelSpec& model, const Layout& layout, std::int64_t stage);
+
+struct StaticBytesPerParam {
+  double weights = 2;
+  double grads = 4;
+  double optimizer = 12;  // already ÷ the sharding factor
+};
+
+// The sharding factor of optimizer state: dp·cp with the distributed optimizer, else 1.
+std::int64_t optimizer_shards(const Layout& layout, const TrainingSpec& training);
+StaticBytesPerParam static_bytes_per_param(const Layout& layout, const TrainingSpec& training);
+
+// Megatron's compute_weight_and_optimizer_memory, restated (megatron_formulas.md §2): the
+// most loaded rank holds L/p layers, the input embedding, final norm/p (and the output layer
+// when untied and p = 1); bytes per parameter 18, or 6 + 12/dp with the distributed optimizer.
+double megatron_weight_and_optimizer_bytes(const ModelSpec& model, const Layout& layout,
+                                           const TrainingSpec& training);
+
+struct StageMemory {
+  std::int64_t stage = 0;
+  StageLayers layers;
+  bool embedding = false;     // holds the input embedding
+  bool output_layer = false;  // holds the final norm, output layer and loss
+  double parameters = 0;
+  double weights = 0;
+  double grads = 0;
+  double optimizer = 0;
+  double activations = 0;
+  double buffers = 0;
+  double peak = 0;
+  std::int64_t microbatches_in_flight = 0;  // (micro-batch, chunk) forwards alive at the peak
+};
+
+struct MemoryReport {
+  std::vector<StageMemory> stages;
+  double peak_bytes = 0;
+  std::int64_t worst_stage = 0;
+  double hbm_bytes = 0;
+  bool fits_in_memory = false;
+  std::int64_t optimizer_shards = 1;
+  double megatron_static_bytes = 0;  // Megatron's estimate of the most loaded rank
+  std::vector<std::string> notes;
+};
+
+MemoryReport memory_report(const ModelSpec& model, const Layout& layout,
+                           const TrainingSpec& training, double hbm_bytes);
+
+}  // namespace wallsim::models

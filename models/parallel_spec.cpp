@@ -1,0 +1,103 @@
+#include "models/parallel_spec.hpp"
+
+#include <algorithm>
+
+#include "sim/core/json_reader.hpp"
+
+namespace wallsim::models {
+namespace {
+
+constexpr std::array<Axis, 5> kAllAxes{Axis::tp, Axis::cp, Axis::ep, Axis::dp, Axis::pp};
+
+std::optional<Axis> axis_from_name(const std::string& name) {
+  for (Axis axis : kAllAxes) {
+    if (name == to_string(axis)) return axis;
+  }
+  return std::nullopt;
+}
+
+void read_pipeline(JsonObject& object, ParallelSpec& spec) {
+  spec.pp = object.integer_or("pp", 1, 1);
+  spec.vpp = object.integer_or("vpp", 1, 1);
+  if (auto node = object.find("first_stage_layers")) spec.first_stage_layers = node->as_integer(0);
+  if (auto node = object.find("last_stage_layers")) spec.last_stage_layers = node->as_integer(0);
+}
+
+// Keys of later issues: accepted with their defaults, anything else is "not supported yet".
+void read_context_and_expert(JsonObject& object, ParallelSpec& spec) {
+  spec.cp = object.integer_or("cp", 1, 1);
+  spec.cp_comm_type =
+      object.choice_or("cp_comm_type", "p2p", {"p2p", "all_gather", "a2a", "a2a+p2p"});
+  if (spec.cp_comm_type != "p2p") {
+    object.at("cp_comm_type").fail("not supported yet: only p2p for now");
+  }
+  if (object.boolean_or("hierarchical_cp", false)) {
+    object.at("hierarchical_cp").fail("not supported yet: must be false for now");
+  }
+  spec.cp_load_balance = object.boolean_or("cp_load_balance", true);
+  spec.ep = object.integer_or("ep", 1, 1);
+  spec.etp = object.integer_or("etp", 1, 1);
+  for (const char* key : {"ep", "etp"}) {
+    if (object.integer_or(key, 1, 1) != 1) {
+      object.at(key).fail("must be 1 for dense models (expert parallelism needs `moe`)");
+    }
+  }
+  spec.moe_dispatcher =
+      object.choice_or("moe_dispatcher", "alltoall", {"alltoall", "allgather", "flex"});
+  spec.ep_group_style = object.choice_or("ep_group_style", "megatron", {"megatron", "deepspeed"});
+}
+
+}  // namespace
+
+const char* to_string(Axis axis) {
+  switch (axis) {
+    case Axis::tp:
+      return "tp";
+    case Axis::cp:
+      return "cp";
+    case Axis::ep:
+      return "ep";
+    case Axis::dp:
+      return "dp";
+    case Axis::pp:
+      return "pp";
+  }
+  return "?";
+}
+
+AxisOrder parse_axis_order(const JsonNode& node) {
+  const std::string text = node.as_string();
+  AxisOrder order{};
+  std::size_t count = 0;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto dash = std::min(text.find('-', start), text.size());
+    auto axis = axis_from_name(text.substr(start, dash - start));
+    const bool repeated = axis && std::find(order.begin(), order.begin() + static_cast<long>(count),
+                                            *axis) != order.begin() + static_cast<long>(count);
+    if (!axis || repeated || count == order.size()) {
+      node.fail("must name tp, cp, ep, dp and pp once each, joined by '-' (e.g. tp-cp-ep-dp-pp)");
+    }
+    order[count++] = *axis;
+    start = dash + 1;
+  }
+  if (count != order.size()) {
+    node.fail("must name tp, cp, ep, dp and pp once each, joined by '-' (e.g. tp-cp-ep-dp-pp)");
+  }
+  return order;
+}
+
+ParallelSpec parse_parallel_spec(const JsonNode& node) {
+  JsonObject object(node);
+  ParallelSpec spec;
+  spec.tp = object.integer_or("tp", 1, 1);
+  spec.sequence_parallel = object.boolean_or("sequence_parallel", false);
+  read_context_and_expert(object, spec);
+  read_pipeline(object, spec);
+  if (auto order = object.find("order")) spec.order = parse_axis_order(*order);
+  if (auto dp = object.find("dp")) spec.dp = dp->as_integer(1);
+  object.finish();
+  return spec;
+}
+
+}  // namespace wallsim::models

@@ -1,0 +1,52 @@
+// The `parallel` section of a run config: how the job is split over GPUs.
+//
+// Keys and defaults (models/README.md): tp 1, sequence_parallel false, cp 1, cp_comm_type
+// "p2p", hierarchical_cp false, cp_load_balance true, pp 1, vpp 1, first_stage_layers /
+// last_stage_layers (Megatron's --decoder-first/last-pipeline-num-layers; absent = even split),
+// ep 1, etp 1, moe_dispatcher "alltoall", ep_group_style "megatron", order "tp-cp-ep-dp-pp",
+// dp (optional; must equal num_gpus / (tp·cp·pp)).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace wallsim {
+
+class JsonNode;
+
+namespace models {
+
+// The five axes of Megatron's RankGenerator.
+enum class Axis { tp, cp, ep, dp, pp };
+const char* to_string(Axis axis);
+
+// Axes listed from the smallest stride to the largest (Megatron's `order`).
+using AxisOrder = std::array<Axis, 5>;
+
+struct ParallelSpec {
+  std::int64_t tp = 1;
+  bool sequence_parallel = false;  // as requested; the effective value lives in Layout
+  std::int64_t cp = 1;
+  std::string cp_comm_type = "p2p";
+  bool cp_load_balance = true;
+  std::int64_t pp = 1;
+  std::int64_t vpp = 1;
+  std::optional<std::int64_t> first_stage_layers;
+  std::optional<std::int64_t> last_stage_layers;
+  std::int64_t ep = 1;
+  std::int64_t etp = 1;
+  std::string moe_dispatcher = "alltoall";
+  std::string ep_group_style = "megatron";
+  AxisOrder order{Axis::tp, Axis::cp, Axis::ep, Axis::dp, Axis::pp};
+  std::optional<std::int64_t> dp;  // only when the config states it
+};
+
+// Parses "tp-cp-ep-dp-pp"-style orders: each of the five axes exactly once.
+AxisOrder parse_axis_order(const JsonNode& node);
+
+ParallelSpec parse_parallel_spec(const JsonNode& node);
+
+}  // namespace models
+}  // namespace wallsim

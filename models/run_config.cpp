@@ -1,0 +1,119 @@
+#include "models/run_config.hpp"
+
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "models/hugging_face_config.hpp"
+#include "sim/core/data_path.hpp"
+#include "sim/core/input_error.hpp"
+#include "sim/core/json_reader.hpp"
+
+namespace wallsim::models {
+namespace {
+
+// Where each section's JSON came from: a file of its own (path "$") or the run config.
+struct SectionSource {
+  std::string file;
+  std::string path;
+};
+using Sources = std::map<std::string, SectionSource, std::less<>>;
+
+std::string resolve_or_fail(const JsonNode& node) {
+  const std::string reference = node.as_string();
+  auto resolved = resolve_data_path(reference, node.file() == "command line" ? "" : node.file());
+  if (!resolved) node.fail("file not found (tried next to the config, then the wallsim data root)");
+  return *resolved;
+}
+
+// Replaces a path-valued section by the object in that file.
+void inline_section(nlohmann::json& doc, const char* key, const std::string& referring,
+                    Sources& sources) {
+  if (!doc.contains(key) || !doc.at(key).is_string()) return;
+  const std::string file = resolve_or_fail(JsonNode(doc.at(key), referring, key));
+  nlohmann::json loaded = load_json_file(file);
+  if (std::string(key) == "model" && is_hugging_face_config(loaded)) {
+    loaded = hugging_face_to_model_json(JsonNode(loaded, file, ""));
+  }
+  if (loaded.is_object() && !loaded.contains("name")) {
+    loaded["name"] = std::filesystem::path(file).stem().string();
+  }
+  doc[key] = std::move(loaded);
+  sources[key] = {file, ""};
+}
+
+void inline_sections(nlohmann::json& doc, const std::string& referring, Sources& sources) {
+  if (doc.contains("model") && is_hugging_face_config(doc.at("model"))) {
+    doc["model"] = hugging_face_to_model_json(JsonNode(doc.at("model"), referring, "model"));
+  }
+  inline_section(doc, "model", referring, sources);
+  inline_section(doc, "cluster", referring, sources);
+}
+
+void mark_overridden(const std::vector<std::string>& overrides, Sources& sources) {
+  for (const auto& assignment : overrides) {
+    const auto dot = assignment.find_first_of(".=");
+    auto it = sources.find(assignment.substr(0, dot));
+    if (it != sources.end() && it->second.file.find("(with --set)") == std::string::npos) {
+      it->second.file += " (with --set)";
+    }
+  }
+}
+
+JsonNode section(JsonObject& top, const Sources& sources, const char* key) {
+  const JsonNode node = top.at(key);
+  auto it = sources.find(key);
+  if (it == sources.end()) return node;
+  return JsonNode(node.json(), it->second.file, it->second.path);
+}
+
+void read_calibration(JsonObject& top, RunConfig& config) {
+  auto node = top.find("calibration");
+  if (!node) return;
+  if (node->is_object()) {
+    config.calibration_inline = std::make_shared<const nlohmann::json>(node->json());
+  } else {
+    config.calibration_path = resolve_or_fail(*node);
+  }
+}
+
+void read_sections(JsonObject& top, const Sources& sources, RunConfig& config) {
+  config.model = parse_model_spec(section(top, sources, "model"));
+  config.cluster = parse_cluster_spec(section(top, sources, "cluster"));
+  config.num_gpus = top.integer("num_gpus", 1);
+  if (auto node = top.find("parallel")) config.parallel = parse_parallel_spec(*node);
+  config.training = parse_training_spec(top.at("training"));
+  if (auto node = top.find("simulation")) config.simulation = parse_simulation_spec(*node);
+  read_calibration(top, config);
+  top.string_or("description", "");
+}
+
+}  // namespace
+
+RunConfig run_config_from_json(nlohmann::json document, const std::string& file,
+                               const std::vector<std::string>& overrides) {
+  const std::string label = file.empty() ? "config" : file;
+  if (!document.is_object()) JsonNode(document, label, "").fail("must be a JSON object");
+  Sources sources;
+  inline_sections(document, label, sources);
+  for (const auto& assignment : overrides) apply_override(document, assignment);
+  inline_sections(document, "command line", sources);  // a section --set to a new path
+  mark_overridden(overrides, sources);
+
+  RunConfig config;
+  config.file = file;
+  JsonObject top(JsonNode(document, label, ""));
+  read_sections(top, sources, config);
+  top.finish();
+  if (config.model.name.empty()) config.model.name = "model";
+  config.layout =
+      make_layout(config.model, config.parallel, config.training, config.num_gpus, label);
+  return config;
+}
+
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+  return run_config_from_json(load_json_file(path), path, overrides);
+}
+
+}  // namespace wallsim::models

@@ -1,0 +1,115 @@
+#include "models/training_spec.hpp"
+
+#include <algorithm>
+
+#include "sim/core/byte_size.hpp"
+#include "sim/core/input_error.hpp"
+#include "sim/core/json_reader.hpp"
+
+namespace wallsim::models {
+namespace {
+
+// A byte count: a number, or a string such as "512MiB" (sim/core/byte_size.hpp).
+double read_bytes(JsonObject& object, const char* key, double fallback) {
+  auto node = object.find(key);
+  if (!node) return fallback;
+  if (node->is_number()) return node->as_number(0);
+  if (!node->is_string()) node->fail("must be a byte count: a number or a string like \"512MiB\"");
+  try {
+    return static_cast<double>(parse_byte_size(node->as_string(), node->path()));
+  } catch (const InputError&) {
+    node->fail("must be a byte count: a number or a string like \"512MiB\"");
+  }
+}
+
+MemoryAllowances parse_allowances(const JsonNode& node) {
+  JsonObject object(node);
+  MemoryAllowances a;
+  a.cuda_context_bytes = read_bytes(object, "cuda_context", a.cuda_context_bytes);
+  a.workspace_bytes = read_bytes(object, "workspaces", a.workspace_bytes);
+  a.comm_buffer_bytes = read_bytes(object, "comm_buffers", a.comm_buffer_bytes);
+  a.allocator_slack = object.number_or("allocator_slack", a.allocator_slack, 0.0, 0.99);
+  object.finish();
+  return a;
+}
+
+OverlapSpec parse_overlap(const JsonNode& node) {
+  JsonObject object(node);
+  OverlapSpec o;
+  o.tp_comm = object.boolean_or("tp_comm", o.tp_comm);
+  o.dp_grad_reduce = object.boolean_or("dp_grad_reduce", o.dp_grad_reduce);
+  o.dp_param_gather = object.boolean_or("dp_param_gather", o.dp_param_gather);
+  o.cp_comm = object.boolean_or("cp_comm", o.cp_comm);
+  o.ep_comm = object.boolean_or("ep_comm", o.ep_comm);
+  object.finish();
+  return o;
+}
+
+std::vector<std::string> parse_recompute_modules(const JsonNode& node) {
+  std::vector<std::string> modules;
+  for (const JsonNode& item : node.as_array()) {
+    modules.push_back(item.as_choice({"core_attn", "mlp", "layernorm"}));
+  }
+  return modules;
+}
+
+Recompute parse_recompute(const std::string& name) {
+  if (name == "selective") return Recompute::selective;
+  if (name == "full") return Recompute::full;
+  return Recompute::none;
+}
+
+}  // namespace
+
+const char* to_string(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
+    case Recompute::none:
+      break;
+  }
+  return "none";
+}
+
+bool TrainingSpec::recomputes(const std::string& module) const {
+  return recompute == Recompute::selective &&
+         std::find(recompute_modules.begin(), recompute_modules.end(), module) !=
+             recompute_modules.end();
+}
+
+TrainingSpec parse_training_spec(const JsonNode& node) {
+  JsonObject object(node);
+  TrainingSpec t;
+  t.seq_len = object.integer("seq_len", 1);
+  t.micro_batch = object.integer_or("micro_batch", 1, 1);
+  t.global_batch = object.integer("global_batch", 1);
+  t.precision = object.choice_or("precision", "bf16", {"bf16", "fp8"});
+  t.recompute =
+      parse_recompute(object.choice_or("recompute", "none", {"none", "selective", "full"}));
+  if (auto modules = object.find("recompute_modules")) {
+    t.recompute_modules = parse_recompute_modules(*modules);
+  }
+  t.distributed_optimizer = object.boolean_or("distributed_optimizer", false);
+  t.schedule = object.choice_or("schedule", "1f1b", {"1f1b", "interleaved"});
+  t.grad_reduce_dtype = object.choice_or("grad_reduce_dtype", "fp32", {"fp32", "bf16"});
+  t.flash_attention = object.boolean_or("flash_attention", true);
+  if (auto overlap = object.find("overlap")) t.overlap = parse_overlap(*overlap);
+  if (auto allowances = object.find("memory_allowances")) {
+    t.memory_allowances = parse_allowances(*allowances);
+  }
+  object.finish();
+  return t;
+}
+
+SimulationSpec parse_simulation_spec(const JsonNode& node) {
+  JsonObject object(node);
+  SimulationSpec s;
+  s.fidelity = object.choice_or("fidelity", s.fidelity, {"full", "symmetric"});
+  s.network = object.choice_or("network", s.network, {"analytical", "flow"});
+  object.finish();
+  return s;
+}
+
+}  // namespace wallsim::models

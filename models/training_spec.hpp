@@ -1,0 +1,75 @@
+// The `training` and `simulation` sections of a run config.
+//
+// Keys and defaults are listed in models/README.md. Memory allowances are the bytes a real job
+// spends outside weights, gradients, optimizer state and activations; their defaults are
+// documented next to MemoryAllowances.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace wallsim {
+
+class JsonNode;
+
+namespace models {
+
+enum class Recompute { none, selective, full };
+const char* to_string(Recompute recompute);
+
+struct OverlapSpec {
+  bool tp_comm = false;
+  bool dp_grad_reduce = false;
+  bool dp_param_gather = false;
+  bool cp_comm = true;
+  bool ep_comm = false;
+};
+
+// Per-GPU memory outside the analytical accounting (`training.memory_allowances`).
+// Defaults are deliberately round, order-of-magnitude figures, to be refined by calibration:
+//  * cuda_context 512 MiB: CUDA 12 context + loaded kernels of PyTorch/TE, as nvidia-smi shows
+//    for an idle process on H100 (several hundred MiB; not seen by torch.cuda.memory_allocated).
+//  * workspaces 256 MiB: cuBLAS/cuBLASLt workspaces (TE allocates 32 MiB per stream on Hopper)
+//    plus Transformer Engine and flash-attention scratch.
+//  * comm_buffers 1 GiB: NCCL channel buffers (NCCL_BUFFSIZE = 4 MiB per channel and peer) over
+//    the job's TP/CP/DP/PP communicators, and P2P staging.
+//  * allocator_slack 0.05: PyTorch caching-allocator fragmentation, as a fraction of the
+//    tracked bytes (weights + grads + optimizer + activations); Megatron's own activation
+//    estimate adds a flat 5 % (megatron_formulas.md §3, Formula B).
+struct MemoryAllowances {
+  double cuda_context_bytes = 512.0 * 1024 * 1024;
+  double workspace_bytes = 256.0 * 1024 * 1024;
+  double comm_buffer_bytes = 1024.0 * 1024 * 1024;
+  double allocator_slack = 0.05;
+};
+
+struct TrainingSpec {
+  std::int64_t seq_len = 0;
+  std::int64_t micro_batch = 1;
+  std::int64_t global_batch = 0;
+  std::string precision = "bf16";  // bf16 | fp8
+  Recompute recompute = Recompute::none;
+  // Selective recompute: which modules; dense models know core_attn, mlp, layernorm.
+  std::vector<std::string> recompute_modules{"core_attn"};
+  bool distributed_optimizer = false;
+  std::string schedule = "1f1b";           // 1f1b | interleaved (1f1b with vpp > 1 is interleaved)
+  std::string grad_reduce_dtype = "fp32";  // fp32 | bf16: the main-gradient buffer
+  bool flash_attention = true;  // false: the s² attention scores are stored (Korthikanti)
+  OverlapSpec overlap;
+  MemoryAllowances memory_allowances;
+
+  bool recomputes(const std::string& module) const;
+};
+
+TrainingSpec parse_training_spec(const JsonNode& node);
+
+struct SimulationSpec {
+  std::string fidelity = "symmetric";  // full | symmetric
+  std::string network = "flow";        // analytical | flow
+};
+
+SimulationSpec parse_simulation_spec(const JsonNode& node);
+
+}  // namespace models
+}  // namespace wallsim

@@ -1,0 +1,111 @@
+#include "models/run_config.hpp"
+
+#include <filesystem>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "models/flops.hpp"
+#include "models/memory.hpp"
+#include "models/report_json.hpp"
+#include "sim/core/input_error.hpp"
+#include "sim/core/json_reader.hpp"
+#include "test_models.hpp"
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+using namespace wallsim;
+using namespace wallsim::models;
+using namespace wallsim::models::testing;
+
+namespace {
+
+const std::string kExample = source_path("configs/examples/llama3-8b-8gpu.json");
+
+json example_json() {
+  return load_json_file(kExample);
+}
+
+}  // namespace
+
+TEST_CASE("every shipped example parses and yields FLOPs and memory", "[models][config]") {
+  for (const auto& entry : std::filesystem::directory_iterator(source_path("configs/examples"))) {
+    if (entry.path().extension() != ".json") continue;
+    INFO(entry.path().string());
+    const RunConfig config = load_run_config(entry.path().string());
+    const auto flops =
+        iteration_flops(config.model, config.training, config.layout.sizes.tp, config.num_gpus);
+    CHECK(flops.model_per_iteration > 0);
+    const auto memory = memory_report(config.model, config.layout, config.training, 80e9);
+    CHECK(memory.stages.size() == static_cast<std::size_t>(config.layout.sizes.pp));
+    CHECK(memory.peak_bytes > 0);
+  }
+}
+
+TEST_CASE("paths resolve relative to the config and the sections are typed", "[models][config]") {
+  const RunConfig config = load_run_config(kExample);
+  CHECK(config.model.name == "Llama 3 8B");
+  CHECK(config.model.layers == 32);
+  CHECK(config.cluster.gpu == "h100-sxm");
+  CHECK(config.num_gpus == 8);
+  CHECK(config.layout.sizes.dp == 4);  // 8 GPUs / tp 2
+  CHECK(config.training.distributed_optimizer);
+  CHECK(config.calibration_path.empty());  // the cluster's GPU profile applies
+}
+
+TEST_CASE("set overrides apply to the merged config, model file included", "[models][config]") {
+  const RunConfig config =
+      load_run_config(kExample, {"model.layers=40", "training.global_batch=256", "parallel.tp=4"});
+  CHECK(config.model.layers == 40);
+  CHECK(config.training.global_batch == 256);
+  CHECK(config.layout.sizes.dp == 2);
+}
+
+TEST_CASE("errors name the file a value came from", "[models][config]") {
+  CHECK_THROWS_WITH(load_run_config(kExample, {"model.heads=0"}),
+                    Contains("llama3-8b.json (with --set): heads = 0"));
+  CHECK_THROWS_WITH(
+      load_run_config(kExample, {"training.recompute=some"}),
+      Contains("llama3-8b-8gpu.json: training.recompute") && Contains("none, selective, full"));
+  CHECK_THROWS_WITH(load_run_config(kExample, {"parallel.tpp=2"}),
+                    Contains("parallel.tpp") && Contains("unknown key"));
+  CHECK_THROWS_WITH(load_run_config(kExample, {"parallel.ep=2"}),
+                    Contains("parallel.ep = 2") && Contains("dense"));
+  CHECK_THROWS_WITH(load_run_config(kExample, {"parallel.cp_comm_type=a2a"}),
+                    Contains("not supported yet"));
+  CHECK_THROWS_WITH(load_run_config(kExample, {"model.moe={\"experts\":8}"}),
+                    Contains("moe") && Contains("not supported yet"));
+  json doc = example_json();
+  doc["model"] = "../models/no-such-model.json";
+  CHECK_THROWS_WITH(run_config_from_json(doc, kExample),
+                    Contains("model") && Contains("file not found"));
+  CHECK_THROWS_AS(load_run_config(kExample, {"num_gpus=12"}), InputError);
+}
+
+TEST_CASE("a Hugging Face config.json serves as the model", "[models][config]") {
+  json doc = example_json();
+  doc["model"] = "../models/llama3-8b-hf-config.json";
+  const RunConfig config = run_config_from_json(doc, kExample, {"model.layers=16"});
+  CHECK(config.model.layers == 16);
+  CHECK(config.model.kv_heads == 8);
+  CHECK(config.model.activation == Activation::swiglu);
+}
+
+TEST_CASE("models and clusters may be given inline", "[models][config]") {
+  json doc = example_json();
+  doc["model"] = {{"layers", 4}, {"hidden", 512}, {"heads", 8}, {"vocab", 1000}};
+  const RunConfig config = run_config_from_json(doc, kExample);
+  CHECK(config.model.layers == 4);
+  CHECK_THROWS_WITH(run_config_from_json(doc, kExample, {"model.norm=batchnorm"}),
+                    Contains("llama3-8b-8gpu.json: model.norm"));
+}
+
+TEST_CASE("the same config gives byte-identical flops and memory JSON", "[models][config]") {
+  auto render = [] {
+    const RunConfig c = load_run_config(source_path("configs/examples/llama3-70b-1024gpu.json"));
+    const auto flops = iteration_flops(c.model, c.training, c.layout.sizes.tp, c.num_gpus);
+    return flops_json(flops, c.layout.notes).dump() +
+           memory_json(memory_report(c.model, c.layout, c.training, 80e9)).dump();
+  };
+  CHECK(render() == render());
+}
