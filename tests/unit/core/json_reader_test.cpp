@@ -54,7 +54,7 @@ TEST_CASE("array items carry their index in the path", "[core][json]") {
   CHECK_THROWS_WITH(items[1].as_number(), "c.json: loads[1] = \"x\": must be a number");
 }
 
-TEST_CASE("--set overrides nested fields, parsing JSON values", "[core][json]") {
+TEST_CASE("set overrides nested fields, parsing JSON values", "[core][json]") {
   json doc = json::parse(R"({"training": {"micro_batch": 1}})");
   apply_override(doc, "training.micro_batch=2");
   apply_override(doc, "simulation.network=flow");
