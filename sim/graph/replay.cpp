@@ -1,0 +1,356 @@
+#include "sim/graph/replay.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "sim/graph/replay_state.hpp"
+
+namespace wallsim {
+
+using replay_detail::Channel;
+using replay_detail::GroupState;
+using replay_detail::Member;
+using replay_detail::op_name;
+using replay_detail::PendingCollective;
+using replay_detail::PendingTransfer;
+using replay_detail::Phase;
+using replay_detail::RankState;
+
+namespace {
+
+// The pending instance for `ordinal`, created (with any before it) on first arrival.
+template <typename Pending>
+Pending& pending_at(std::deque<Pending>& pending, std::uint32_t first_ordinal,
+                    std::uint32_t ordinal) {
+  const std::size_t slot = ordinal - first_ordinal;
+  if (slot >= pending.size()) pending.resize(slot + 1);
+  return pending[slot];
+}
+
+std::string where(RankIndex rank, const OpGraph& graph, OpIndex index) {
+  return "Replay: rank " + std::to_string(rank) + " op " + op_name(graph, index);
+}
+
+std::vector<RankIndex> checked_members(const std::vector<RankIndex>& group, GroupIndex index,
+                                       std::size_t rank_count) {
+  std::vector<RankIndex> members = group;
+  std::sort(members.begin(), members.end());
+  const auto name = "Replay: group " + std::to_string(index);
+  if (members.empty()) throw std::invalid_argument(name + " has no members");
+  if (members.front() < 0 || static_cast<std::size_t>(members.back()) >= rank_count) {
+    throw std::invalid_argument(name + " names a rank outside 0.." +
+                                std::to_string(rank_count - 1));
+  }
+  if (std::adjacent_find(members.begin(), members.end()) != members.end()) {
+    throw std::invalid_argument(name + " lists a rank twice");
+  }
+  return members;
+}
+
+}  // namespace
+
+struct Replay::State : replay_detail::State {
+  using replay_detail::State::State;
+
+  void build(const std::vector<OpGraph>& graphs, const std::vector<std::vector<RankIndex>>& table);
+  void build_rank(RankIndex rank, const OpGraph& graph);
+  std::uint32_t link_of(RankIndex rank, const OpGraph& graph, OpIndex index,
+                        std::map<GroupIndex, std::uint32_t>& slots);
+  std::uint32_t channel_of(RankIndex src, RankIndex dst);
+
+  void issue_all_heads();
+  void issue_if_ready(RankIndex rank, OpIndex index);
+  void arrive(RankIndex rank, OpIndex index, const Op& op);
+  void start_compute(RankIndex rank, OpIndex index, const Op& op);
+  void arrive_collective(RankIndex rank, OpIndex index, const Op& op);
+  void arrive_send(RankIndex rank, OpIndex index);
+  void arrive_recv(RankIndex rank, OpIndex index);
+  void start_collective(GroupIndex group);
+  void start_transfer(std::uint32_t channel);
+  void start_op(RankIndex rank, OpIndex index);
+  void finish_op(RankIndex rank, OpIndex index);
+  void change_memory(RankIndex rank, double delta_bytes);
+
+  // Channel lookup during construction only; the hot path uses the per-op link.
+  std::map<std::pair<RankIndex, RankIndex>, std::uint32_t> channel_index;
+};
+
+// ---- construction: dense tables, validated once -------------------------------------------
+
+void Replay::State::build(const std::vector<OpGraph>& graphs,
+                          const std::vector<std::vector<RankIndex>>& table) {
+  groups.resize(table.size());
+  for (GroupIndex g = 0; g < table.size(); ++g) {
+    groups[g].members = checked_members(table[g], g, graphs.size());
+  }
+  ranks.resize(graphs.size());
+  for (std::size_t r = 0; r < graphs.size(); ++r) {
+    build_rank(static_cast<RankIndex>(r), graphs[r]);
+  }
+  channel_index.clear();
+}
+
+void Replay::State::build_rank(RankIndex rank, const OpGraph& graph) {
+  RankState& rs = ranks[rank];
+  const auto n = static_cast<OpIndex>(graph.size());
+  rs.graph = &graph;
+  rs.stream_ops.resize(static_cast<std::size_t>(graph.stream_count()));
+  rs.cursor.assign(rs.stream_ops.size(), 0);
+  rs.remaining_deps.resize(n);
+  rs.phase.assign(n, Phase::kWaiting);
+  rs.link.resize(n);
+  rs.ordinal.assign(n, 0);
+  rs.dependents_begin.reserve(n + 1);
+  std::map<GroupIndex, std::uint32_t> slots;
+  for (OpIndex i = 0; i < n; ++i) {
+    rs.stream_ops[graph.op(i).stream].push_back(i);
+    rs.remaining_deps[i] = static_cast<std::uint32_t>(graph.dependency_count(i));
+    rs.dependents_begin.push_back(static_cast<std::uint32_t>(rs.dependents.size()));
+    const std::vector<OpIndex> after = graph.dependents(i);
+    rs.dependents.insert(rs.dependents.end(), after.begin(), after.end());
+    rs.link[i] = link_of(rank, graph, i, slots);
+  }
+  rs.dependents_begin.push_back(static_cast<std::uint32_t>(rs.dependents.size()));
+  rs.collectives_issued.assign(slots.size(), 0);
+  rs.trace.ops.resize(n);
+  ops_total += n;
+}
+
+// A collective's link is a dense per-rank slot for its group; a send's or receive's is the
+// index of its channel. Invalid groups and peers are builder bugs, caught here.
+std::uint32_t Replay::State::link_of(RankIndex rank, const OpGraph& graph, OpIndex index,
+                                     std::map<GroupIndex, std::uint32_t>& slots) {
+  const Op& op = graph.op(index);
+  if (op.kind == OpKind::kCompute) return 0;
+  if (op.kind == OpKind::kCollective) {
+    if (op.group >= groups.size()) {
+      throw std::invalid_argument(where(rank, graph, index) + ": group " +
+                                  std::to_string(op.group) + " does not exist");
+    }
+    const auto& members = groups[op.group].members;
+    if (!std::binary_search(members.begin(), members.end(), rank)) {
+      throw std::invalid_argument(where(rank, graph, index) + ": rank is not a member of group " +
+                                  std::to_string(op.group));
+    }
+    return slots.emplace(op.group, static_cast<std::uint32_t>(slots.size())).first->second;
+  }
+  if (op.peer < 0 || static_cast<std::size_t>(op.peer) >= ranks.size() || op.peer == rank) {
+    throw std::invalid_argument(where(rank, graph, index) + ": invalid peer " +
+                                std::to_string(op.peer));
+  }
+  return op.kind == OpKind::kSend ? channel_of(rank, op.peer) : channel_of(op.peer, rank);
+}
+
+std::uint32_t Replay::State::channel_of(RankIndex src, RankIndex dst) {
+  const auto [it, inserted] =
+      channel_index.emplace(std::pair(src, dst), static_cast<std::uint32_t>(channels.size()));
+  if (inserted) {
+    channels.emplace_back();
+    channels.back().src = src;
+    channels.back().dst = dst;
+  }
+  return it->second;
+}
+
+// ---- issuing: an op is ready when it heads its stream and its dependencies have ended -----
+
+void Replay::State::issue_all_heads() {
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    RankState& rs = ranks[r];
+    rs.memory_in_use = rs.graph->static_bytes;
+    rs.trace.peak_bytes = rs.memory_in_use;
+    rs.trace.memory.push_back({engine.now(), rs.memory_in_use});
+    // Program order among the first heads: a collective added before a kernel is launched
+    // first, so the kernel sees its SMs taken.
+    std::vector<OpIndex> heads;
+    for (const auto& stream : rs.stream_ops) {
+      if (!stream.empty()) heads.push_back(stream.front());
+    }
+    std::sort(heads.begin(), heads.end());
+    for (const OpIndex head : heads) issue_if_ready(static_cast<RankIndex>(r), head);
+  }
+}
+
+void Replay::State::issue_if_ready(RankIndex rank, OpIndex index) {
+  RankState& rs = ranks[rank];
+  if (rs.phase[index] != Phase::kWaiting || rs.remaining_deps[index] != 0) return;
+  const Op& op = rs.graph->op(index);
+  const auto& stream = rs.stream_ops[op.stream];
+  const std::uint32_t head = rs.cursor[op.stream];
+  if (head >= stream.size() || stream[head] != index) return;
+  rs.phase[index] = Phase::kIssued;
+  rs.trace.ops[index].ready = engine.now();
+  arrive(rank, index, op);
+}
+
+void Replay::State::arrive(RankIndex rank, OpIndex index, const Op& op) {
+  if (op.kind == OpKind::kCompute) return start_compute(rank, index, op);
+  // A NCCL kernel is launched when its stream reaches it and spins on its SMs while it waits
+  // for its peers, so it slows compute from arrival, not from when data starts to move.
+  if (op.occupies_sms) ++ranks[rank].sm_comm_running;
+  switch (op.kind) {
+    case OpKind::kCollective:
+      return arrive_collective(rank, index, op);
+    case OpKind::kSend:
+      return arrive_send(rank, index);
+    case OpKind::kRecv:
+      return arrive_recv(rank, index);
+    case OpKind::kCompute:
+      return;
+  }
+}
+
+void Replay::State::start_compute(RankIndex rank, OpIndex index, const Op& op) {
+  const bool contended = ranks[rank].sm_comm_running > 0;
+  start_op(rank, index);
+  // Losing SMs never makes a kernel faster; this also covers builders that leave
+  // duration_contended unset.
+  const Time duration = contended ? max(op.duration, op.duration_contended) : op.duration;
+  engine.schedule_after(duration, [this, rank, index] { finish_op(rank, index); });
+}
+
+// ---- communication: arrivals meet by ordinal, then the CommService times them --------------
+
+void Replay::State::arrive_collective(RankIndex rank, OpIndex index, const Op& op) {
+  RankState& rs = ranks[rank];
+  const std::uint32_t ordinal = rs.collectives_issued[rs.link[index]]++;
+  rs.ordinal[index] = ordinal;
+  GroupState& gs = groups[op.group];
+  PendingCollective& pending = pending_at(gs.pending, gs.first_ordinal, ordinal);
+  if (pending.arrived.empty()) {
+    pending.payload = op.payload;
+  } else if (pending.payload != op.payload) {
+    const Member first = pending.arrived.front();
+    throw std::logic_error(where(rank, *rs.graph, index) + " (collective on group " +
+                           std::to_string(op.group) + " #" + std::to_string(ordinal) +
+                           ") has payload " + std::to_string(op.payload) + " but rank " +
+                           std::to_string(first.rank) + " has " + std::to_string(pending.payload));
+  }
+  pending.arrived.push_back({rank, index});
+  if (pending.arrived.size() == gs.members.size()) start_collective(op.group);
+}
+
+void Replay::State::start_collective(GroupIndex group) {
+  GroupState& gs = groups[group];
+  // The complete instance is the front one (see GroupState); take it out before calling the
+  // service so that a synchronous `done` finds consistent tables.
+  PendingCollective instance = std::move(gs.pending.front());
+  gs.pending.pop_front();
+  ++gs.first_ordinal;
+  for (const Member& m : instance.arrived) start_op(m.rank, m.op);
+  comm.start_collective(group, instance.payload, [this, members = std::move(instance.arrived)] {
+    for (const Member& m : members) finish_op(m.rank, m.op);
+  });
+}
+
+void Replay::State::arrive_send(RankIndex rank, OpIndex index) {
+  RankState& rs = ranks[rank];
+  Channel& channel = channels[rs.link[index]];
+  rs.ordinal[index] = channel.sends_issued++;
+  PendingTransfer& pending = pending_at(channel.pending, channel.first_ordinal, rs.ordinal[index]);
+  pending.send = index;
+  if (pending.recv) start_transfer(rs.link[index]);
+}
+
+void Replay::State::arrive_recv(RankIndex rank, OpIndex index) {
+  RankState& rs = ranks[rank];
+  Channel& channel = channels[rs.link[index]];
+  rs.ordinal[index] = channel.recvs_issued++;
+  PendingTransfer& pending = pending_at(channel.pending, channel.first_ordinal, rs.ordinal[index]);
+  pending.recv = index;
+  if (pending.send) start_transfer(rs.link[index]);
+}
+
+// The transfer's payload is the sender's; the receive's payload field is not consulted.
+void Replay::State::start_transfer(std::uint32_t channel_id) {
+  Channel& channel = channels[channel_id];
+  const PendingTransfer transfer = channel.pending.front();
+  channel.pending.pop_front();
+  ++channel.first_ordinal;
+  const RankIndex src = channel.src;
+  const RankIndex dst = channel.dst;
+  const OpIndex send = *transfer.send;
+  const OpIndex recv = *transfer.recv;
+  start_op(src, send);
+  start_op(dst, recv);
+  comm.start_transfer(src, dst, ranks[src].graph->op(send).payload, [this, src, dst, send, recv] {
+    finish_op(src, send);
+    finish_op(dst, recv);
+  });
+}
+
+// ---- start and end of any op ----------------------------------------------------------------
+
+void Replay::State::start_op(RankIndex rank, OpIndex index) {
+  RankState& rs = ranks[rank];
+  rs.phase[index] = Phase::kStarted;
+  rs.trace.ops[index].start = engine.now();
+  change_memory(rank, rs.graph->op(index).alloc_bytes);
+}
+
+void Replay::State::finish_op(RankIndex rank, OpIndex index) {
+  RankState& rs = ranks[rank];
+  if (rs.phase[index] != Phase::kStarted) {
+    throw std::logic_error(where(rank, *rs.graph, index) +
+                           " ended while not running (CommService called done twice?)");
+  }
+  const Op& op = rs.graph->op(index);
+  rs.phase[index] = Phase::kEnded;
+  rs.trace.ops[index].end = engine.now();
+  change_memory(rank, -op.free_bytes);
+  if (op.kind != OpKind::kCompute && op.occupies_sms) --rs.sm_comm_running;
+  ++rs.ops_ended;
+  ++ops_ended;
+  end = max(end, engine.now());
+  const auto& stream = rs.stream_ops[op.stream];
+  const std::uint32_t next = ++rs.cursor[op.stream];
+  if (next < stream.size()) issue_if_ready(rank, stream[next]);
+  for (std::uint32_t e = rs.dependents_begin[index]; e < rs.dependents_begin[index + 1]; ++e) {
+    const OpIndex after = rs.dependents[e];
+    if (--rs.remaining_deps[after] == 0) issue_if_ready(rank, after);
+  }
+}
+
+// Samples at the same instant collapse to the last value: a reader sees the state between
+// instants, not the order of events within one.
+void Replay::State::change_memory(RankIndex rank, double delta_bytes) {
+  if (delta_bytes == 0) return;
+  RankState& rs = ranks[rank];
+  rs.memory_in_use += delta_bytes;
+  rs.trace.peak_bytes = std::max(rs.trace.peak_bytes, rs.memory_in_use);
+  auto& samples = rs.trace.memory;
+  if (!samples.empty() && samples.back().at == engine.now()) {
+    samples.back().bytes = rs.memory_in_use;
+  } else {
+    samples.push_back({engine.now(), rs.memory_in_use});
+  }
+}
+
+// ---- public API -------------------------------------------------------------------------------
+
+Replay::Replay(Engine& engine, const std::vector<OpGraph>& graphs,
+               const std::vector<std::vector<RankIndex>>& groups, CommService& comm)
+    : state_(std::make_unique<State>(engine, comm)) {
+  state_->build(graphs, groups);
+}
+
+Replay::~Replay() = default;
+
+ReplayResult Replay::run() {
+  State& s = *state_;
+  if (s.ran) throw std::logic_error("Replay::run: a replay runs once");
+  s.ran = true;
+  s.issue_all_heads();
+  s.engine.run();
+  if (s.ops_ended != s.ops_total) throw ReplayStuck(replay_detail::describe_stuck(s, 10));
+  ReplayResult result;
+  result.end = s.end;
+  result.ranks.reserve(s.ranks.size());
+  for (RankState& rs : s.ranks) result.ranks.push_back(std::move(rs.trace));
+  return result;
+}
+
+}  // namespace wallsim

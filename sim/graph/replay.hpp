@@ -1,0 +1,78 @@
+// Replaying every simulated rank's OpGraph on the engine.
+//
+// Each rank's streams issue their ops in order; compute ops run for their duration (the
+// contended one when a communication kernel that occupies SMs is running on the same rank at
+// the op's start); a collective starts once every rank of its group has reached it (the k-th
+// collective a rank issues on a group matches the k-th of every other member) and ends when
+// the CommService calls back; a send and a receive (k-th send r->p with k-th receive on p from
+// r) start the transfer once both are reached. Memory moves by each op's alloc/free bytes.
+//
+// A replay that drains the engine with ops left unfinished throws ReplayStuck naming, per
+// rank, the ops at the head of each blocked stream and what they wait for. It never hangs:
+// every event is finite and ops only wait on events.
+#pragma once
+
+#include <functional>
+#include <stdexcept>
+#include <vector>
+
+#include "sim/core/engine.hpp"
+#include "sim/graph/op_graph.hpp"
+
+namespace wallsim {
+
+class CommService {
+ public:
+  using Done = std::function<void()>;
+  virtual ~CommService() = default;
+  // Every member of `group` has reached a collective with this payload (members' payloads
+  // agree); `done` must be called once when it has completed everywhere.
+  virtual void start_collective(GroupIndex group, std::uint32_t payload, Done done) = 0;
+  // Both sides of a transfer src -> dst are ready.
+  virtual void start_transfer(RankIndex src, RankIndex dst, std::uint32_t payload, Done done) = 0;
+};
+
+struct OpRecord {
+  Time ready;  // first unfinished op of its stream with all dependencies ended
+  Time start;  // began running (communication: when every participant had arrived)
+  Time end;
+};
+
+struct MemorySample {
+  Time at;
+  double bytes = 0;
+};
+
+struct RankTrace {
+  std::vector<OpRecord> ops;         // indexed like the rank's OpGraph
+  std::vector<MemorySample> memory;  // bytes in use after each change, in time order
+  double peak_bytes = 0;
+};
+
+struct ReplayResult {
+  std::vector<RankTrace> ranks;
+  Time end;  // when the last op of any rank ended
+};
+
+class ReplayStuck : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Replay {
+ public:
+  // `groups[g]` lists the ranks of group g. Graphs and groups must outlive the replay.
+  Replay(Engine& engine, const std::vector<OpGraph>& graphs,
+         const std::vector<std::vector<RankIndex>>& groups, CommService& comm);
+  ~Replay();
+
+  // Runs until every op has ended; throws ReplayStuck otherwise, and std::logic_error when a
+  // collective's members disagree on its payload.
+  ReplayResult run();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace wallsim

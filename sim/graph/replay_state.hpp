@@ -1,0 +1,99 @@
+// Private to sim/graph: the bookkeeping behind Replay, shared by the scheduler (replay.cpp) and
+// the stuck-replay diagnostics (replay_diagnostics.cpp). Nothing outside this folder includes it.
+//
+// Every table is indexed by a dense integer (rank, op, stream, group, channel, ordinal), so each
+// op event does O(1) work: remaining-dependency counters, per-stream cursors, per-(rank, group)
+// collective counters, and per-group / per-channel queues of pending instances by ordinal.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/core/engine.hpp"
+#include "sim/graph/op_graph.hpp"
+#include "sim/graph/replay.hpp"
+
+namespace wallsim::replay_detail {
+
+// Waiting: not yet issued (not head of its stream, or dependencies pending).
+// Issued: ready; a communication op is waiting for its peers.
+// Started: running. Ended: done.
+enum class Phase : std::uint8_t { kWaiting, kIssued, kStarted, kEnded };
+
+struct Member {
+  RankIndex rank = 0;
+  OpIndex op = 0;
+};
+
+// One instance (by ordinal) of a collective on a group, while members arrive.
+struct PendingCollective {
+  std::uint32_t payload = 0;
+  std::vector<Member> arrived;  // in arrival order
+};
+
+// Instances start in ordinal order: every member issues ordinal k before k+1, so the last
+// arrival at k+1 comes after the last at k. Hence a deque whose front is `first_ordinal`.
+struct GroupState {
+  std::vector<RankIndex> members;  // sorted
+  std::uint32_t first_ordinal = 0;
+  std::deque<PendingCollective> pending;
+};
+
+struct PendingTransfer {
+  std::optional<OpIndex> send;
+  std::optional<OpIndex> recv;
+};
+
+// Transfers src -> dst; the k-th send matches the k-th receive (same ordering argument).
+struct Channel {
+  RankIndex src = 0;
+  RankIndex dst = 0;
+  std::uint32_t sends_issued = 0;
+  std::uint32_t recvs_issued = 0;
+  std::uint32_t first_ordinal = 0;
+  std::deque<PendingTransfer> pending;
+};
+
+struct RankState {
+  const OpGraph* graph = nullptr;
+  std::vector<std::vector<OpIndex>> stream_ops;  // program order per stream
+  std::vector<std::uint32_t> cursor;             // per stream: position of its first unfinished op
+  std::vector<std::uint32_t> dependents_begin;   // CSR of dependents: ops_count + 1 offsets
+  std::vector<OpIndex> dependents;
+  std::vector<std::uint32_t> remaining_deps;  // per op: dependencies not yet ended
+  std::vector<Phase> phase;
+  std::vector<std::uint32_t> link;     // communication op: collective slot or channel index
+  std::vector<std::uint32_t> ordinal;  // communication op: its k on the group or channel
+  std::vector<std::uint32_t> collectives_issued;  // per collective slot (one per group used)
+  std::uint32_t sm_comm_running = 0;  // communication ops holding SMs, from arrival to end
+  double memory_in_use = 0;
+  std::size_t ops_ended = 0;
+  RankTrace trace;
+};
+
+struct State {
+  State(Engine& engine_in, CommService& comm_in) : engine(engine_in), comm(comm_in) {}
+
+  Engine& engine;
+  CommService& comm;
+  std::vector<RankState> ranks;
+  std::vector<GroupState> groups;
+  std::vector<Channel> channels;
+  std::size_t ops_total = 0;
+  std::size_t ops_ended = 0;
+  Time end = Time::zero();
+  bool ran = false;
+};
+
+// An op as reports name it: 'label', or #index when it has no interned label.
+std::string op_name(const OpGraph& graph, OpIndex index);
+
+// "rank 3 stream 1 op 'x' (collective on group 2 #0) waits for ranks 5, 7" lines, one per
+// blocked stream head, for up to `max_ranks` stuck ranks.
+std::string describe_stuck(const State& state, std::size_t max_ranks);
+
+}  // namespace wallsim::replay_detail

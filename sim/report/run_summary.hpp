@@ -1,0 +1,81 @@
+// The result of simulating one training step, as data; writers turn it into JSON and text.
+//
+// Field names follow DESIGN.md "Outputs" (summary.json). Units: seconds, bytes, FLOPs (doubles).
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace wallsim {
+
+// Exposed communication by group, in DESIGN.md's order.
+enum class CommGroup { kTp, kCp, kEp, kDp, kPp };
+inline constexpr int kCommGroupCount = 5;
+constexpr const char* comm_group_name(CommGroup group) {
+  constexpr const char* kNames[kCommGroupCount] = {"tp", "cp", "ep", "dp", "pp"};
+  return kNames[static_cast<int>(group)];
+}
+
+struct StageMemorySummary {
+  int stage = 0;
+  double weights = 0, grads = 0, optimizer = 0, activations = 0, buffers = 0, peak = 0;
+  double simulated_peak = 0;         // from the replay's memory timeline
+  double simulated_activations = 0;  // simulated peak minus the static bytes
+};
+
+// How the critical rank's step splits (DESIGN.md "The three walls").
+struct TimeSplit {
+  double step_s = 0;
+  double ideal_s = 0;                 // its model FLOPs at the dense peak
+  double compute_s = 0;               // time the compute stream was busy
+  double compute_inefficiency_s = 0;  // compute_s - ideal_s
+  std::array<double, kCommGroupCount> exposed_comm_s{};  // compute stream waiting on comm
+  double bubble_s = 0;                // compute stream waiting on other pipeline stages
+  double other_s = 0;                 // the rest (launch gaps, waiting on peers' compute)
+  double exposed_comm_total() const;
+};
+
+struct Wall {
+  double share = 0;         // fraction of the step (memory: utilization of HBM)
+  std::string contributor;  // the largest part ("bubble", "dp", "activations", ...)
+};
+
+struct Walls {
+  Wall compute;        // share = (compute_inefficiency + bubble) / step
+  Wall communication;  // share = exposed_comm / step
+  Wall memory;         // share = peak bytes / HBM bytes of the worst rank
+  std::string binding; // "memory" | "compute" | "communication"
+};
+
+struct RunSummary {
+  std::string model_name;
+  std::string cluster_name;
+  int num_gpus = 0;
+  std::string layout;  // "tp8 sp pp4 vpp5 dp32 cp1"
+  std::string fidelity;
+  std::string network_model;
+  int simulated_ranks = 0;
+  int critical_rank = 0;  // global rank whose step ends last
+  int critical_stage = 0;
+
+  double iteration_time_s = 0;
+  double tokens_per_iteration = 0;
+  double tokens_per_s_per_gpu = 0;
+  double model_tflops_per_gpu = 0;
+  double mfu = 0;
+  double peak_flops_per_gpu = 0;  // dense peak of the training precision
+  double model_flops_per_iteration = 0;
+  double hardware_flops_per_iteration = 0;
+
+  double hbm_bytes = 0;
+  double peak_bytes = 0;  // max over stages of the analytical peak
+  bool fits_in_memory = true;
+  std::vector<StageMemorySummary> per_stage;
+
+  TimeSplit time;
+  Walls walls;
+  std::vector<std::string> notes;
+};
+
+}  // namespace wallsim

@@ -1,0 +1,136 @@
+#include "sim/report/summary_writers.hpp"
+
+#include <cstdio>
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace wallsim {
+namespace {
+
+using nlohmann::json;
+
+json stage_json(const StageMemorySummary& stage) {
+  return {{"stage", stage.stage},
+          {"weights", stage.weights},
+          {"grads", stage.grads},
+          {"optimizer", stage.optimizer},
+          {"activations", stage.activations},
+          {"buffers", stage.buffers},
+          {"peak", stage.peak},
+          {"simulated_peak", stage.simulated_peak},
+          {"simulated_activations", stage.simulated_activations}};
+}
+
+json time_json(const TimeSplit& time) {
+  json exposed = json::object();
+  for (int g = 0; g < kCommGroupCount; ++g) {
+    exposed[comm_group_name(static_cast<CommGroup>(g))] = time.exposed_comm_s[g];
+  }
+  return {{"step_s", time.step_s},
+          {"ideal_s", time.ideal_s},
+          {"compute_s", time.compute_s},
+          {"compute_inefficiency_s", time.compute_inefficiency_s},
+          {"exposed_comm_s", exposed},
+          {"exposed_comm_total_s", time.exposed_comm_total()},
+          {"bubble_s", time.bubble_s},
+          {"other_s", time.other_s}};
+}
+
+json walls_json(const Walls& walls) {
+  return {{"compute", {{"share", walls.compute.share}, {"contributor", walls.compute.contributor}}},
+          {"communication",
+           {{"share", walls.communication.share},
+            {"contributor", walls.communication.contributor}}},
+          {"memory",
+           {{"utilization", walls.memory.share}, {"contributor", walls.memory.contributor}}},
+          {"binding", walls.binding}};
+}
+
+std::string gib(double bytes) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  return buffer;
+}
+
+std::string line(const char* format, double a, double b = 0) {
+  char buffer[160];
+  std::snprintf(buffer, sizeof buffer, format, a, b);
+  return buffer;
+}
+
+}  // namespace
+
+void write_summary_json(const RunSummary& s, std::ostream& out) {
+  json per_stage = json::array();
+  for (const auto& stage : s.per_stage) per_stage.push_back(stage_json(stage));
+  const json document = {
+      {"model", s.model_name},
+      {"cluster", s.cluster_name},
+      {"num_gpus", s.num_gpus},
+      {"layout", s.layout},
+      {"simulation",
+       {{"fidelity", s.fidelity},
+        {"network", s.network_model},
+        {"simulated_ranks", s.simulated_ranks},
+        {"critical_rank", s.critical_rank},
+        {"critical_stage", s.critical_stage}}},
+      {"iteration_time_s", s.iteration_time_s},
+      {"tokens_per_iteration", s.tokens_per_iteration},
+      {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
+      {"model_tflops_per_gpu", s.model_tflops_per_gpu},
+      {"mfu", s.mfu},
+      {"peak_flops_per_gpu", s.peak_flops_per_gpu},
+      {"flops",
+       {{"model_per_iteration", s.model_flops_per_iteration},
+        {"hardware_per_iteration", s.hardware_flops_per_iteration}}},
+      {"memory",
+       {{"peak_bytes", s.peak_bytes}, {"hbm_bytes", s.hbm_bytes}, {"per_stage", per_stage}}},
+      {"fits_in_memory", s.fits_in_memory},
+      {"time", time_json(s.time)},
+      {"walls", walls_json(s.walls)},
+      {"notes", s.notes}};
+  out << document.dump(2) << "\n";
+}
+
+void write_summary_text(const RunSummary& s, std::ostream& out) {
+  out << s.model_name << " on " << s.num_gpus << " GPUs (" << s.cluster_name << "), " << s.layout
+      << "\n";
+  out << line("  step time          %10.3f s\n", s.iteration_time_s);
+  out << line("  tokens/s per GPU   %10.1f\n", s.tokens_per_s_per_gpu);
+  out << line("  model TFLOP/s/GPU  %10.1f   MFU %.1f%%\n", s.model_tflops_per_gpu, 100 * s.mfu);
+  out << "  memory per stage (analytical peak / simulated peak, of " << gib(s.hbm_bytes)
+      << " HBM):\n";
+  for (const auto& stage : s.per_stage) {
+    out << "    stage " << stage.stage << ": " << gib(stage.peak) << " / "
+        << gib(stage.simulated_peak) << (stage.peak > s.hbm_bytes ? "  DOES NOT FIT" : "")
+        << "\n";
+  }
+  const TimeSplit& t = s.time;
+  const double step = t.step_s > 0 ? t.step_s : 1;
+  out << "  time on the critical rank (global rank " << s.critical_rank << ", stage "
+      << s.critical_stage << "):\n";
+  out << line("    ideal compute          %9.3f s  %5.1f%%\n", t.ideal_s, 100 * t.ideal_s / step);
+  out << line("    compute inefficiency   %9.3f s  %5.1f%%\n", t.compute_inefficiency_s,
+              100 * t.compute_inefficiency_s / step);
+  for (int g = 0; g < kCommGroupCount; ++g) {
+    if (t.exposed_comm_s[g] <= 0) continue;
+    out << "    exposed " << comm_group_name(static_cast<CommGroup>(g))
+        << line(" comm        %9.3f s  %5.1f%%\n", t.exposed_comm_s[g],
+                100 * t.exposed_comm_s[g] / step);
+  }
+  out << line("    pipeline bubble        %9.3f s  %5.1f%%\n", t.bubble_s, 100 * t.bubble_s / step);
+  out << line("    other                  %9.3f s  %5.1f%%\n", t.other_s, 100 * t.other_s / step);
+  const Walls& w = s.walls;
+  out << "  binding wall: " << w.binding << "  (compute "
+      << line("%.0f%%, communication %.0f%%", 100 * w.compute.share, 100 * w.communication.share)
+      << line(", memory %.0f%% of HBM)\n", 100 * w.memory.share);
+  const Wall& binding = w.binding == "memory"          ? w.memory
+                        : w.binding == "communication" ? w.communication
+                                                       : w.compute;
+  out << "  largest contributor: " << binding.contributor << "\n";
+  for (const auto& note : s.notes) out << "  note: " << note << "\n";
+}
+
+}  // namespace wallsim

@@ -1,0 +1,126 @@
+#include "sim/report/time_attribution.hpp"
+
+#include <algorithm>
+
+#include "sim/report/op_category.hpp"
+
+namespace wallsim {
+namespace {
+
+struct Gap {
+  Time from;
+  Time to;
+};
+
+OpCategory category_of(const Op& op) { return static_cast<OpCategory>(op.category); }
+
+CommGroup comm_group_of(OpCategory category) {
+  switch (category) {
+    case OpCategory::kTp:
+      return CommGroup::kTp;
+    case OpCategory::kCp:
+      return CommGroup::kCp;
+    case OpCategory::kEp:
+      return CommGroup::kEp;
+    case OpCategory::kDp:
+      return CommGroup::kDp;
+    default:
+      return CommGroup::kPp;
+  }
+}
+
+// Charges the gap to the op `cause` that ended at gap.to.
+void charge(TimeSplit& split, const Op& cause, const OpRecord& record, Gap gap) {
+  const double total = (gap.to - gap.from).seconds();
+  if (total <= 0) return;
+  const OpCategory category = category_of(cause);
+  if (!is_communication(category)) {
+    split.other_s += total;
+    return;
+  }
+  const Time transfer_from = max(gap.from, min(record.start, gap.to));
+  const double transfer = (gap.to - transfer_from).seconds();
+  const double waiting = total - transfer;
+  double& exposed = split.exposed_comm_s[static_cast<int>(comm_group_of(category))];
+  if (cause.kind == OpKind::kRecv) {
+    split.bubble_s += waiting;
+    exposed += transfer;
+  } else {
+    exposed += total;
+  }
+}
+
+// The dependency of `index` that ended last, if it ended after `after`.
+std::optional<OpIndex> binding_dependency(const OpGraph& graph, const RankTrace& trace,
+                                          OpIndex index, Time after) {
+  std::optional<OpIndex> binding;
+  Time latest = after;
+  for (OpIndex dependency : graph.dependencies(index)) {
+    if (trace.ops[dependency].end > latest) {
+      latest = trace.ops[dependency].end;
+      binding = dependency;
+    }
+  }
+  return binding;
+}
+
+OpIndex last_ending_op(const RankTrace& trace) {
+  OpIndex last = 0;
+  for (OpIndex i = 1; i < trace.ops.size(); ++i) {
+    if (trace.ops[i].end >= trace.ops[last].end) last = i;
+  }
+  return last;
+}
+
+}  // namespace
+
+double TimeSplit::exposed_comm_total() const {
+  double total = 0;
+  for (double value : exposed_comm_s) total += value;
+  return total;
+}
+
+TimeSplit attribute_time(const OpGraph& graph, const RankTrace& trace, StreamIndex compute_stream,
+                         Time step_end, double ideal_s) {
+  TimeSplit split;
+  split.step_s = step_end.seconds();
+  split.ideal_s = ideal_s;
+  Time cursor = Time::zero();
+  for (OpIndex i = 0; i < graph.size(); ++i) {
+    const Op& op = graph.op(i);
+    if (op.stream != compute_stream || op.kind != OpKind::kCompute) continue;
+    const OpRecord& record = trace.ops[i];
+    if (record.start > cursor) {
+      const auto cause = binding_dependency(graph, trace, i, cursor);
+      if (cause) {
+        charge(split, graph.op(*cause), trace.ops[*cause], Gap{cursor, record.start});
+      } else {
+        split.other_s += (record.start - cursor).seconds();
+      }
+    }
+    split.compute_s += (record.end - record.start).seconds();
+    cursor = max(cursor, record.end);
+  }
+  if (step_end > cursor && !trace.ops.empty()) {
+    const OpIndex last = last_ending_op(trace);
+    const Time last_end = min(trace.ops[last].end, step_end);
+    if (last_end > cursor) charge(split, graph.op(last), trace.ops[last], Gap{cursor, last_end});
+    split.other_s += (step_end - max(cursor, last_end)).seconds();
+  }
+  split.compute_inefficiency_s = split.compute_s - split.ideal_s;
+  return split;
+}
+
+std::array<double, 9> compute_time_by_category(const OpGraph& graph, const RankTrace& trace,
+                                               StreamIndex compute_stream) {
+  std::array<double, 9> seconds{};
+  for (OpIndex i = 0; i < graph.size(); ++i) {
+    const Op& op = graph.op(i);
+    if (op.stream != compute_stream || op.kind != OpKind::kCompute) continue;
+    seconds[std::min<int>(op.category, kOpCategoryCount - 1)] +=
+        (trace.ops[i].end - trace.ops[i].start).seconds();
+  }
+  return seconds;
+}
+
+}  // namespace wallsim

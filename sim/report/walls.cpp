@@ -1,0 +1,54 @@
+#include "sim/report/walls.hpp"
+
+#include <utility>
+#include <vector>
+
+namespace wallsim {
+namespace {
+
+std::string largest(const std::vector<std::pair<const char*, double>>& parts) {
+  const char* name = parts.front().first;
+  double best = parts.front().second;
+  for (const auto& [part, value] : parts) {
+    if (value > best) {
+      best = value;
+      name = part;
+    }
+  }
+  return name;
+}
+
+}  // namespace
+
+Walls compute_walls(const TimeSplit& split, const ComputeExcess& excess,
+                    const StageMemorySummary& worst_stage, double hbm_bytes, bool fits) {
+  Walls walls;
+  const double step = split.step_s > 0 ? split.step_s : 1;
+  walls.compute.share = (split.compute_inefficiency_s + split.bubble_s) / step;
+  walls.compute.contributor = largest({{"bubble", split.bubble_s},
+                                       {"gemm", excess.seconds[0]},
+                                       {"attention", excess.seconds[1]},
+                                       {"elementwise", excess.seconds[2]},
+                                       {"optimizer", excess.seconds[3]}});
+  walls.communication.share = split.exposed_comm_total() / step;
+  std::vector<std::pair<const char*, double>> groups;
+  for (int g = 0; g < kCommGroupCount; ++g) {
+    groups.emplace_back(comm_group_name(static_cast<CommGroup>(g)), split.exposed_comm_s[g]);
+  }
+  walls.communication.contributor = largest(groups);
+  walls.memory.share = hbm_bytes > 0 ? worst_stage.peak / hbm_bytes : 0;
+  walls.memory.contributor = largest({{"weights", worst_stage.weights},
+                                      {"grads", worst_stage.grads},
+                                      {"optimizer", worst_stage.optimizer},
+                                      {"activations", worst_stage.activations},
+                                      {"buffers", worst_stage.buffers}});
+  if (!fits) {
+    walls.binding = "memory";
+  } else {
+    walls.binding =
+        walls.communication.share > walls.compute.share ? "communication" : "compute";
+  }
+  return walls;
+}
+
+}  // namespace wallsim

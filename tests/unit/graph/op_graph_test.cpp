@@ -1,0 +1,73 @@
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+#include <vector>
+
+#include "fake_comm.hpp"
+#include "sim/graph/op_graph.hpp"
+
+using namespace wallsim;
+using wallsim::test::compute;
+using wallsim::test::us;
+
+TEST_CASE("ops get consecutive indices and the stream count is the highest stream plus one",
+          "[graph][op_graph]") {
+  OpGraph graph;
+  CHECK(graph.size() == 0);
+  CHECK(graph.stream_count() == 0);
+  CHECK(graph.add(compute(us(1), 0)) == 0);
+  CHECK(graph.add(compute(us(1), 3)) == 1);  // streams 1 and 2 exist but are empty
+  CHECK(graph.add(compute(us(1), 1)) == 2);
+  CHECK(graph.size() == 3);
+  CHECK(graph.stream_count() == 4);
+  CHECK(graph.op(1).stream == 3);
+}
+
+TEST_CASE("dependencies and dependents list both ends of every edge in insertion order",
+          "[graph][op_graph]") {
+  OpGraph graph;
+  const OpIndex a = graph.add(compute(us(1)));
+  const OpIndex b = graph.add(compute(us(1), 1));
+  const OpIndex c = graph.add(compute(us(1)), {b, a});
+  const OpIndex d = graph.add(compute(us(1), 1));
+  graph.add_dependency(a, d);
+  CHECK(graph.dependencies(c) == std::vector<OpIndex>{b, a});
+  CHECK(graph.dependencies(d) == std::vector<OpIndex>{a});
+  CHECK(graph.dependency_count(c) == 2);
+  CHECK(graph.dependents(a) == std::vector<OpIndex>{c, d});
+  CHECK(graph.dependents(b) == std::vector<OpIndex>{c});
+  CHECK(graph.dependents(d).empty());
+}
+
+TEST_CASE("a dependency must point from an earlier op to a later one", "[graph][op_graph]") {
+  OpGraph graph;
+  const OpIndex a = graph.add(compute(us(1)));
+  const OpIndex b = graph.add(compute(us(1)));
+  CHECK_THROWS_AS(graph.add(compute(us(1)), {5}), std::invalid_argument);
+  CHECK(graph.size() == 2);  // the rejected op was not added
+  CHECK_THROWS_AS(graph.add_dependency(b, a), std::invalid_argument);
+  CHECK_THROWS_AS(graph.add_dependency(a, a), std::invalid_argument);
+  CHECK_THROWS_AS(graph.add_dependency(a, 7), std::invalid_argument);
+  CHECK(graph.dependencies(b).empty());
+}
+
+TEST_CASE("the same label string interns to the same index", "[graph][op_graph]") {
+  OpGraph graph;
+  const auto fc1 = graph.intern_label("fc1");
+  const auto fc2 = graph.intern_label("fc2");
+  CHECK(fc1 != fc2);
+  CHECK(graph.intern_label("fc1") == fc1);
+  CHECK(graph.label(fc2) == "fc2");
+  CHECK(graph.label_count() == 2);
+}
+
+TEST_CASE("a moved graph keeps its ops, edges and labels", "[graph][op_graph]") {
+  OpGraph graph;
+  graph.intern_label("x");
+  const OpIndex a = graph.add(compute(us(1)));
+  graph.add(compute(us(2)), {a});
+  OpGraph moved = std::move(graph);
+  CHECK(moved.size() == 2);
+  CHECK(moved.dependents(a) == std::vector<OpIndex>{1});
+  CHECK(moved.label(0) == "x");
+}
