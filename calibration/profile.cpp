@@ -9,8 +9,12 @@
 namespace wallsim {
 
 Profile load_profile(const std::string& path) {
-  const nlohmann::json document = load_json_file(path);
-  JsonObject root(JsonNode(document, path, ""));
+  return parse_profile(load_json_file(path), path);
+}
+
+Profile parse_profile(const nlohmann::json& document, const std::string& where,
+                      const std::string& json_path) {
+  JsonObject root(JsonNode(document, where, json_path));
   Profile profile;
   profile.name = root.string("name");
   {

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "sim/hw/gpu_profile.hpp"
 #include "sim/network/collective/comm_profile.hpp"
 
@@ -21,6 +23,11 @@ struct Profile {
 
 // Loads a profile file; InputError on anything malformed.
 Profile load_profile(const std::string& path);
+
+// Parses a profile document already in memory; `where` names it in errors (a file, or a run
+// config holding it inline).
+Profile parse_profile(const nlohmann::json& document, const std::string& where,
+                      const std::string& json_path = "");
 
 // The shipped profile for a GPU name ("h100-sxm" -> <data root>/calibration/profiles/h100-sxm.json).
 std::string shipped_profile_path(const std::string& gpu_name);

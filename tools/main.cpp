@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sim/core/input_error.hpp"
+#include "sim/graph/replay.hpp"
 #include "tools/command.hpp"
 
 namespace {
@@ -15,6 +16,7 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitInternal = 1;
 constexpr int kExitBadInput = 2;
+constexpr int kExitStuck = 3;
 
 void send_logs_to_stderr() {
   auto logger = spdlog::stderr_color_mt("wallsim");
@@ -34,9 +36,12 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "Log progress to stderr");
 
   wallsim::cli::CommandSet commands;
+  wallsim::cli::add_calibrate_command(app, commands);
   wallsim::cli::add_collective_command(app, commands);
   wallsim::cli::add_flops_command(app, commands);
   wallsim::cli::add_memory_command(app, commands);
+  wallsim::cli::add_run_command(app, commands);
+  wallsim::cli::add_validate_command(app, commands);
 
   try {
     app.parse(argc, argv);
@@ -60,6 +65,9 @@ int main(int argc, char** argv) {
   } catch (const wallsim::InputError& e) {
     std::fprintf(stderr, "wallsim: error: %s\n", e.what());
     return kExitBadInput;
+  } catch (const wallsim::ReplayStuck& e) {
+    std::fprintf(stderr, "wallsim: the simulated step cannot finish: %s\n", e.what());
+    return kExitStuck;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "wallsim: internal error: %s\n", e.what());
     return kExitInternal;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "calibration/profile.hpp"
 #include "models/run_config.hpp"
 
 namespace CLI {
@@ -27,6 +28,10 @@ models::RunConfig load_config(const ConfigCommandOptions& options);
 // HBM bytes of one GPU from the run's calibration profile (the cluster GPU's shipped profile
 // unless the config names one).
 double hbm_bytes(const models::RunConfig& config);
+
+// The run's calibration profile: inline in the config, a named file, or the cluster GPU's
+// shipped profile.
+Profile run_profile(const models::RunConfig& config);
 
 // Notes go to stderr as warnings (stdout stays one JSON document with --json).
 void log_notes(const std::vector<std::string>& notes);

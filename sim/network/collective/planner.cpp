@@ -172,4 +172,18 @@ CollectivePlan plan_collective(const Topology& topology, const CommProfile& prof
   return best;
 }
 
+CollectivePlan plan_transfer(const Topology& topology, const CommProfile& profile, int src,
+                             int dst, double bytes) {
+  CollectivePlan plan;
+  plan.op = CollectiveOp::kSendRecv;
+  plan.algorithm = Algorithm::kP2p;
+  plan.protocol = Protocol::kSimple;
+  plan.ranks = 2;
+  plan.nodes = topology.node_of(src) == topology.node_of(dst) ? 1 : 2;
+  plan.bytes = bytes;
+  plan.latency = p2p_latency(profile, plan.nodes > 1);
+  plan.phases.push_back(Phase{{Transfer{topology.route(src, dst), bytes}}});
+  return plan;
+}
+
 }  // namespace wallsim

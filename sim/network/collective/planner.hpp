@@ -33,4 +33,9 @@ CollectivePlan plan_collective(const Topology& topology, const CommProfile& prof
                                const std::vector<double>& capacity_Bps,
                                const CollectiveRequest& request);
 
+// A one-way point-to-point transfer of `bytes` from GPU `src` to GPU `dst` (a pipeline send):
+// one Simple step of latency, one transfer over the default route.
+CollectivePlan plan_transfer(const Topology& topology, const CommProfile& profile, int src,
+                             int dst, double bytes);
+
 }  // namespace wallsim

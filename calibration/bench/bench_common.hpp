@@ -1,0 +1,154 @@
+// Shared pieces of the calibration benches: error checks, a tiny JSON writer (the benches
+// depend on the CUDA libraries alone, no JSON package), timing by CUDA events, the hardware
+// block every raw file carries, and command-line flags. calibration/README.md documents the
+// raw format these programs write.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#define BENCH_CHECK_CUDA(call)                                                          \
+  do {                                                                                  \
+    cudaError_t status_ = (call);                                                       \
+    if (status_ != cudaSuccess) {                                                       \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                \
+                   cudaGetErrorString(status_));                                        \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+namespace bench {
+
+// Minimal JSON output: objects of string / number / bool members, arrays of such objects.
+class JsonObject {
+ public:
+  JsonObject& add(const std::string& key, const std::string& value) {
+    return raw(key, quote(value));
+  }
+  JsonObject& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
+  JsonObject& add(const std::string& key, double value) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.9g", value);
+    return raw(key, text);
+  }
+  JsonObject& add(const std::string& key, long long value) { return raw(key, std::to_string(value)); }
+  JsonObject& add(const std::string& key, int value) { return raw(key, std::to_string(value)); }
+  JsonObject& add(const std::string& key, bool value) { return raw(key, value ? "true" : "false"); }
+  JsonObject& raw(const std::string& key, const std::string& json) {
+    text_ += (text_.empty() ? "" : ", ") + quote(key) + ": " + json;
+    return *this;
+  }
+  std::string str() const { return "{" + text_ + "}"; }
+
+  static std::string quote(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (static_cast<unsigned char>(c) >= 0x20) out += c;
+    }
+    return out + "\"";
+  }
+
+ private:
+  std::string text_;
+};
+
+inline std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char text[16];
+  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
+  return text;
+}
+
+inline std::string version_text(int version) {  // CUDA style: 13000 -> "13.0"
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+// {"gpu", "driver", "cuda", plus the bench's library versions}.
+inline JsonObject hardware(int device, const std::vector<std::pair<std::string, std::string>>& libs) {
+  cudaDeviceProp prop{};
+  BENCH_CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
+  int driver = 0, runtime = 0;
+  BENCH_CHECK_CUDA(cudaDriverGetVersion(&driver));
+  BENCH_CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
+  JsonObject out;
+  out.add("gpu", prop.name).add("sms", std::to_string(prop.multiProcessorCount));
+  out.add("driver", "CUDA driver API " + version_text(driver)).add("cuda", version_text(runtime));
+  for (const auto& [name, version] : libs) out.add(name, version);
+  return out;
+}
+
+// Writes {"tool", "version", "date", "hardware", "kind", "points"} to `path`.
+inline void write_raw(const std::string& path, const std::string& tool, const JsonObject& hw,
+                      const std::string& kind, const std::vector<JsonObject>& points) {
+  std::ofstream out(path);
+  out << "{\n  \"tool\": " << JsonObject::quote(tool) << ",\n  \"version\": \"0.1.0\",\n"
+      << "  \"date\": " << JsonObject::quote(today()) << ",\n  \"hardware\": " << hw.str()
+      << ",\n  \"kind\": " << JsonObject::quote(kind) << ",\n  \"points\": [\n";
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    out << "    " << points[i].str() << (i + 1 < points.size() ? ",\n" : "\n");
+  }
+  out << "  ]\n}\n";
+  std::printf("%s: %zu points\n", path.c_str(), points.size());
+}
+
+// Median over `reps` timed runs of `launch` (after `warmup` untimed runs), in seconds per call;
+// each timed run issues `inner` calls back to back between two events.
+template <typename Launch>
+double median_time_s(Launch launch, int warmup = 3, int reps = 10, int inner = 1,
+                     cudaStream_t stream = nullptr) {
+  for (int i = 0; i < warmup; ++i) launch();
+  cudaEvent_t start, stop;
+  BENCH_CHECK_CUDA(cudaEventCreate(&start));
+  BENCH_CHECK_CUDA(cudaEventCreate(&stop));
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    BENCH_CHECK_CUDA(cudaEventRecord(start, stream));
+    for (int i = 0; i < inner; ++i) launch();
+    BENCH_CHECK_CUDA(cudaEventRecord(stop, stream));
+    BENCH_CHECK_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    BENCH_CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms * 1e-3 / inner);
+  }
+  BENCH_CHECK_CUDA(cudaEventDestroy(start));
+  BENCH_CHECK_CUDA(cudaEventDestroy(stop));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// --out FILE (default <tool>.raw.json) and --quick (fewer points, for a smoke run).
+struct Flags {
+  std::string out;
+  bool quick = false;
+  std::string shapes;  // gemm_bench: extra shapes file
+};
+
+inline Flags parse_flags(int argc, char** argv, const std::string& tool) {
+  Flags flags{tool + ".raw.json"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--out" && i + 1 < argc) {
+      flags.out = argv[++i];
+    } else if (arg == "--quick") {
+      flags.quick = true;
+    } else if (arg == "--shapes" && i + 1 < argc) {
+      flags.shapes = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--out FILE] [--quick]%s\n", tool.c_str(),
+                   tool == "gemm_bench" ? " [--shapes FILE]" : "");
+      std::exit(2);
+    }
+  }
+  return flags;
+}
+
+}  // namespace bench

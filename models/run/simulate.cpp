@@ -1,0 +1,28 @@
+#include "models/run/simulate.hpp"
+
+#include "models/run/network_comm_service.hpp"
+#include "models/run/summarize.hpp"
+#include "sim/network/model/network_model.hpp"
+
+namespace wallsim::models {
+
+SimulationResult simulate(const RunConfig& config, const GpuProfile& gpu,
+                          const CommProfile& comm) {
+  const Fidelity fidelity =
+      config.simulation.fidelity == "full" ? Fidelity::kFull : Fidelity::kSymmetric;
+  SimulationResult result;
+  result.program = build_step(config, GpuModel(gpu), fidelity);
+
+  Engine engine;
+  const Topology topology(config.cluster, static_cast<int>(config.num_gpus));
+  auto network = make_network_model(config.simulation.network, engine,
+                                    effective_capacities(topology, comm), config.file,
+                                    "simulation.network");
+  NetworkCommService service(engine, topology, comm, *network, result.program);
+  Replay replay(engine, result.program.graphs, result.program.groups, service);
+  result.replay = replay.run();
+  result.summary = summarize(config, gpu, result.program, result.replay);
+  return result;
+}
+
+}  // namespace wallsim::models

@@ -1,0 +1,126 @@
+#include "models/run/summarize.hpp"
+
+#include <algorithm>
+
+#include "models/flops.hpp"
+#include "models/memory.hpp"
+#include "sim/hw/dtype.hpp"
+#include "sim/report/op_category.hpp"
+#include "sim/report/time_attribution.hpp"
+#include "sim/report/walls.hpp"
+
+namespace wallsim::models {
+namespace {
+
+Dtype training_dtype(const TrainingSpec& training) {
+  return training.precision == "fp8" ? Dtype::kFp8 : Dtype::kBf16;
+}
+
+RankIndex critical_rank(const ReplayResult& replay) {
+  RankIndex critical = 0;
+  Time latest = Time::zero();
+  for (RankIndex r = 0; r < static_cast<RankIndex>(replay.ranks.size()); ++r) {
+    for (const auto& record : replay.ranks[r].ops) {
+      if (record.end > latest) {
+        latest = record.end;
+        critical = r;
+      }
+    }
+  }
+  return critical;
+}
+
+// Time beyond the ideal per compute kind: GEMM and attention time minus their FLOPs at peak;
+// elementwise and optimizer time in full (their ideal is zero model FLOPs).
+ComputeExcess compute_excess(const OpGraph& graph, const RankTrace& trace, double peak) {
+  const auto seconds = compute_time_by_category(graph, trace, Streams::kCompute);
+  std::array<double, kOpCategoryCount> flops{};
+  for (OpIndex i = 0; i < graph.size(); ++i) {
+    const Op& op = graph.op(i);
+    if (op.stream == Streams::kCompute) flops[op.category] += op.flops;
+  }
+  ComputeExcess excess;
+  for (int c = 0; c < 4; ++c) excess.seconds[c] = seconds[c] - flops[c] / peak;
+  return excess;
+}
+
+std::vector<StageMemorySummary> stage_memory(const MemoryReport& report,
+                                             const StepProgram& program,
+                                             const ReplayResult& replay) {
+  std::vector<StageMemorySummary> stages;
+  for (const auto& stage : report.stages) {
+    StageMemorySummary summary{static_cast<int>(stage.stage), stage.weights, stage.grads,
+                               stage.optimizer, stage.activations, stage.buffers, stage.peak};
+    for (std::size_t r = 0; r < program.graphs.size(); ++r) {
+      if (program.stage[r] != stage.stage) continue;
+      summary.simulated_peak = std::max(summary.simulated_peak, replay.ranks[r].peak_bytes);
+      summary.simulated_activations = std::max(
+          summary.simulated_activations, replay.ranks[r].peak_bytes - program.graphs[r].static_bytes);
+    }
+    stages.push_back(summary);
+  }
+  return stages;
+}
+
+}  // namespace
+
+std::string describe_layout(const RunConfig& config) {
+  const Layout& layout = config.layout;
+  std::string text = "tp" + std::to_string(layout.sizes.tp);
+  if (layout.sequence_parallel) text += " sp";
+  text += " cp" + std::to_string(layout.sizes.cp) + " pp" + std::to_string(layout.sizes.pp);
+  if (layout.vpp > 1) text += " vpp" + std::to_string(layout.vpp);
+  text += " dp" + std::to_string(layout.sizes.dp) + " mb" +
+          std::to_string(config.training.micro_batch) + " m" +
+          std::to_string(layout.num_microbatches);
+  return text;
+}
+
+RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepProgram& program,
+                     const ReplayResult& replay) {
+  RunSummary s;
+  s.model_name = config.model.name;
+  s.cluster_name = config.cluster.name;
+  s.num_gpus = static_cast<int>(config.num_gpus);
+  s.layout = describe_layout(config);
+  s.fidelity = config.simulation.fidelity;
+  s.network_model = config.simulation.network;
+  s.simulated_ranks = static_cast<int>(program.graphs.size());
+  const RankIndex critical = critical_rank(replay);
+  s.critical_rank = static_cast<int>(program.global_rank[critical]);
+  s.critical_stage = static_cast<int>(program.stage[critical]);
+
+  const IterationFlops flops =
+      iteration_flops(config.model, config.training, config.layout.sizes.tp, config.num_gpus);
+  s.iteration_time_s = replay.end.seconds();
+  s.tokens_per_iteration = flops.tokens;
+  s.model_flops_per_iteration = flops.model_per_iteration;
+  s.hardware_flops_per_iteration = flops.hardware_per_iteration;
+  s.peak_flops_per_gpu = gpu.peak_flops(training_dtype(config.training));
+  const double per_gpu_s = s.iteration_time_s * static_cast<double>(s.num_gpus);
+  s.tokens_per_s_per_gpu = per_gpu_s > 0 ? s.tokens_per_iteration / per_gpu_s : 0;
+  s.model_tflops_per_gpu = per_gpu_s > 0 ? s.model_flops_per_iteration / per_gpu_s / 1e12 : 0;
+  s.mfu = s.model_tflops_per_gpu * 1e12 / s.peak_flops_per_gpu;
+
+  const MemoryReport memory =
+      memory_report(config.model, config.layout, config.training, gpu.hbm_bytes);
+  s.hbm_bytes = memory.hbm_bytes;
+  s.peak_bytes = memory.peak_bytes;
+  s.fits_in_memory = memory.fits_in_memory;
+  s.per_stage = stage_memory(memory, program, replay);
+  s.notes = config.layout.notes;
+  s.notes.insert(s.notes.end(), memory.notes.begin(), memory.notes.end());
+
+  const OpGraph& graph = program.graphs[critical];
+  const RankTrace& trace = replay.ranks[critical];
+  const double ideal_s = program.model_flops[critical] / s.peak_flops_per_gpu;
+  s.time = attribute_time(graph, trace, Streams::kCompute, replay.end, ideal_s);
+  const auto worst = std::max_element(
+      s.per_stage.begin(), s.per_stage.end(),
+      [](const auto& a, const auto& b) { return a.peak < b.peak; });
+  s.walls = compute_walls(s.time, compute_excess(graph, trace, s.peak_flops_per_gpu), *worst,
+                          s.hbm_bytes, s.fits_in_memory);
+  return s;
+}
+
+}  // namespace wallsim::models

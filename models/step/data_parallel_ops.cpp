@@ -1,0 +1,163 @@
+#include "models/step/data_parallel_ops.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace wallsim::models {
+namespace {
+
+// Megatron-LM DistributedDataParallel: bucket_size = max(40000000, 1000000 · dp_cp size).
+constexpr double kMinBucketParams = 40e6;
+constexpr double kBucketParamsPerRank = 1e6;
+// Adam step bytes per parameter of the local shard (see the header).
+constexpr double kOptimizerBytesPerParam = 30.0;
+// The distributed optimizer gathers bf16 parameters.
+constexpr double kParamGatherBytesPerParam = 2.0;
+
+}  // namespace
+
+double default_bucket_params(std::int64_t dp_cp_size) {
+  return std::max(kMinBucketParams, kBucketParamsPerRank * static_cast<double>(dp_cp_size));
+}
+
+DataParallelOps::DataParallelOps(OpEmitter& emit, const DpSetting& setting,
+                                 std::vector<std::vector<ParamUnit>> chunk_units)
+    : emit_(emit),
+      setting_(setting),
+      chunk_units_(std::move(chunk_units)),
+      pending_grads_(chunk_units_.size()) {
+  build_buckets();
+}
+
+void DataParallelOps::build_buckets() {
+  const double size = default_bucket_params(setting_.group_size);
+  for (std::size_t chunk = 0; chunk < chunk_units_.size(); ++chunk) {
+    const bool bucketing = setting_.overlap_grad_reduce && setting_.first_stage && chunk == 0;
+    const auto& units = chunk_units_[chunk];
+    Bucket open{static_cast<std::int64_t>(chunk), 0, 0, 0};
+    for (std::size_t u = 0; u < units.size(); ++u) {
+      open.params += units[u].params;
+      open.end_unit = u + 1;
+      if (bucketing && open.params >= size) {
+        buckets_.push_back(open);
+        open = Bucket{static_cast<std::int64_t>(chunk), 0, u + 1, u + 1};
+      }
+    }
+    if (open.end_unit > open.first_unit) buckets_.push_back(open);
+  }
+  // Parameters are gathered in forward order: chunk by chunk, each chunk's buckets reversed.
+  for (std::size_t chunk = 0; chunk < chunk_units_.size(); ++chunk) {
+    for (std::size_t b = buckets_.size(); b-- > 0;) {
+      if (buckets_[b].chunk == static_cast<std::int64_t>(chunk)) forward_order_.push_back(b);
+    }
+  }
+  gathers_.assign(forward_order_.size(), std::nullopt);
+}
+
+void DataParallelOps::tag(const std::string& prefix) {
+  OpTag t;
+  t.prefix = prefix;
+  emit_.set_tag(std::move(t));
+}
+
+OpIndex DataParallelOps::gather_bucket(std::size_t position, const Deps& deps) {
+  const std::size_t bucket = forward_order_[position];
+  tag("dp");
+  return emit_.collective("bucket " + std::to_string(bucket) + " param ag",
+                          CollectiveOp::kAllGather,
+                          kParamGatherBytesPerParam * buckets_[bucket].params, setting_.group,
+                          OpCategory::kDp, Streams::kDp, deps);
+}
+
+Deps DataParallelOps::before_first_forward(std::int64_t chunk, std::int64_t module,
+                                           const Deps& issue_after) {
+  if (!setting_.active || !setting_.distributed_optimizer || !setting_.overlap_param_gather) {
+    return {};
+  }
+  std::vector<std::size_t> positions;
+  for (std::size_t p = 0; p < forward_order_.size(); ++p) {
+    const Bucket& b = buckets_[forward_order_[p]];
+    if (b.chunk != chunk) continue;
+    const auto& units = chunk_units_[static_cast<std::size_t>(chunk)];
+    for (std::size_t u = b.first_unit; u < b.end_unit; ++u) {
+      if (units[u].module == module) {
+        positions.push_back(p);
+        break;
+      }
+    }
+  }
+  if (positions.empty()) return {};
+  Deps issue = issue_after;
+  if (const auto last = emit_.last_compute()) issue.push_back(*last);
+  // The pre-hook waits for the module's buckets (dispatching any not yet dispatched), then
+  // dispatches the next bucket's gather.
+  const std::size_t last_needed = positions.back();
+  const std::size_t dispatch_to = std::min(last_needed + 1, forward_order_.size() - 1);
+  for (std::size_t p = 0; p <= dispatch_to; ++p) {
+    if (!gathers_[p]) gathers_[p] = gather_bucket(p, issue);
+  }
+  Deps waits;
+  for (std::size_t p : positions) waits.push_back(*gathers_[p]);
+  return waits;
+}
+
+OpIndex DataParallelOps::reduce_bucket(std::size_t bucket, const std::vector<GradReady>& grads) {
+  const Bucket& b = buckets_[bucket];
+  OpIndex ready = 0;
+  for (std::size_t u = b.first_unit; u < b.end_unit; ++u) ready = std::max(ready, grads[u].op);
+  const bool scatter = setting_.distributed_optimizer;
+  tag("dp");
+  const OpIndex op =
+      emit_.collective("bucket " + std::to_string(bucket) + (scatter ? " grad rs" : " grad ar"),
+                       scatter ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce,
+                       setting_.grad_bytes_per_param * b.params, setting_.group, OpCategory::kDp,
+                       Streams::kDp, {ready});
+  reductions_.push_back(op);
+  return op;
+}
+
+void DataParallelOps::chunk_gradients_ready(std::int64_t chunk,
+                                            const std::vector<GradReady>& grads) {
+  const auto c = static_cast<std::size_t>(chunk);
+  if (grads.size() != chunk_units_[c].size()) {
+    throw std::logic_error("step builder: gradients of chunk " + std::to_string(chunk) +
+                           " do not match its parameter units");
+  }
+  if (!setting_.active) return;
+  if (!setting_.overlap_grad_reduce) {
+    pending_grads_[c] = grads;
+    return;
+  }
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    if (buckets_[b].chunk == chunk) reduce_bucket(b, grads);
+  }
+}
+
+void DataParallelOps::finish_step(double stage_params) {
+  for (std::size_t c = 0; c < pending_grads_.size(); ++c) {
+    if (pending_grads_[c].empty()) continue;
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      if (buckets_[b].chunk == static_cast<std::int64_t>(c)) reduce_bucket(b, pending_grads_[c]);
+    }
+  }
+  Deps before_step = reductions_;
+  if (setting_.embedding_group) {
+    Deps deps = reductions_;
+    if (const auto last = emit_.last_compute()) deps.push_back(*last);
+    tag("dp");
+    before_step.push_back(
+        emit_.collective("embedding grad ar", CollectiveOp::kAllReduce,
+                         setting_.grad_bytes_per_param * setting_.embedding_params,
+                         *setting_.embedding_group, OpCategory::kDp, Streams::kDp, deps));
+  }
+  tag("optimizer");
+  const double shard = stage_params / static_cast<double>(setting_.optimizer_shards);
+  const OpIndex step = emit_.memory_bound("step", kOptimizerBytesPerParam * shard, before_step,
+                                          OpCategory::kOptimizer);
+  if (setting_.active && setting_.distributed_optimizer && !setting_.overlap_param_gather) {
+    for (std::size_t p = 0; p < forward_order_.size(); ++p) gathers_[p] = gather_bucket(p, {step});
+  }
+}
+
+}  // namespace wallsim::models

@@ -1,0 +1,88 @@
+// Data-parallel gradient reduction, parameter all-gather and the optimizer step of one rank
+// (Megatron-LM's DistributedDataParallel and distributed optimizer; mechanics.md §6.2).
+//
+// Buckets: each model chunk has its own gradient buffer. Parameters enter buckets in reverse
+// registration order (the order their gradients become ready); a bucket closes once it holds
+// at least max(40M, 1M·|DP×CP|) parameters. Megatron turns bucketing off (one bucket per chunk)
+// when overlap_grad_reduce is off, on pipeline stages after the first, and for model chunks
+// after the first (distributed_data_parallel.py: "data-parallel communication on these stages
+// is not on the critical path"; training.py get_model: disable_bucketing = chunk > 0).
+//
+// Gradients reduce over DP×CP with a reduce-scatter (distributed optimizer) or an all-reduce,
+// 4 bytes per parameter (2 with grad_reduce_dtype bf16), on stream kDp: with overlap each
+// bucket right after the last of its gradients is ready in the last micro-batch's backward,
+// otherwise after the whole backward. Tied embeddings on pp > 1 then all-reduce the embedding
+// gradient between the first and last stage. The optimizer step streams 30 bytes per parameter
+// of the local shard (Adam: read fp32 master, grad, m, v; write master, m, v; write the bf16
+// parameter). The distributed optimizer all-gathers the updated bf16 parameters per bucket:
+// after the step, or with overlap_param_gather lazily in the next forward, which this step's
+// first micro-batch stands for (steady state): bucket i's first use waits for its all-gather
+// and dispatches bucket i+1's (Megatron's forward pre-hook), so the first one is exposed.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "models/step/op_emitter.hpp"
+#include "models/step/step_context.hpp"
+
+namespace wallsim::models {
+
+struct DpSetting {
+  bool active = false;  // |DP×CP| > 1
+  GroupIndex group = 0;
+  std::int64_t group_size = 1;
+  bool distributed_optimizer = false;
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  bool first_stage = true;  // bucketing only on pipeline stage 0
+  double grad_bytes_per_param = 4;
+  std::int64_t optimizer_shards = 1;
+  std::optional<GroupIndex> embedding_group;  // tied embeddings, pp > 1, first or last stage
+  double embedding_params = 0;
+};
+
+// The bucket size Megatron picks: max(40M, 1M·|DP×CP|) parameters.
+double default_bucket_params(std::int64_t dp_cp_size);
+
+struct Bucket {
+  std::int64_t chunk = 0;
+  double params = 0;
+  std::size_t first_unit = 0;  // range in the chunk's units (backward order)
+  std::size_t end_unit = 0;
+};
+
+class DataParallelOps {
+ public:
+  // `chunk_units[c]`: the parameters of chunk c in backward order.
+  DataParallelOps(OpEmitter& emit, const DpSetting& setting,
+                  std::vector<std::vector<ParamUnit>> chunk_units);
+
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+
+  // Micro-batch 0's forward is about to run `module` of `chunk`: the parameter all-gathers it
+  // waits for (empty unless overlap_param_gather). Gathers dispatched now wait for
+  // `issue_after` (the module's input: a pipeline receive) and the last compute op.
+  Deps before_first_forward(std::int64_t chunk, std::int64_t module, const Deps& issue_after);
+  // The last micro-batch's backward of `chunk` has ended; `grads` match the chunk's units.
+  void chunk_gradients_ready(std::int64_t chunk, const std::vector<GradReady>& grads);
+  // After the schedule: deferred reductions, embedding all-reduce, optimizer, parameter gather.
+  void finish_step(double stage_params);
+
+ private:
+  void build_buckets();
+  OpIndex reduce_bucket(std::size_t bucket, const std::vector<GradReady>& grads);
+  OpIndex gather_bucket(std::size_t forward_position, const Deps& deps);
+  void tag(const std::string& prefix);
+
+  OpEmitter& emit_;
+  DpSetting setting_;
+  std::vector<std::vector<ParamUnit>> chunk_units_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::size_t> forward_order_;             // bucket indices in forward (gather) order
+  std::vector<std::optional<OpIndex>> gathers_;        // by forward position
+  std::vector<std::vector<GradReady>> pending_grads_;  // per chunk, without overlap
+  std::vector<OpIndex> reductions_;
+};
+
+}  // namespace wallsim::models

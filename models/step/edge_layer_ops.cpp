@@ -1,0 +1,103 @@
+// The first and last parts of the model on their stages: the vocab-parallel input embedding
+// (stage 0, chunk 0) and the final norm, output layer and vocab-parallel cross-entropy (last
+// stage, last chunk). mechanics.md §1.1 "Other TP communication".
+#include <string>
+
+#include "models/step/layer_ops.hpp"
+
+namespace wallsim::models {
+namespace {
+
+// Megatron's vocab-parallel cross-entropy all-reduces, per token, the logit maximum, the
+// target logit and the sum of exponentials over TP: three passes, three fp32 all-reduces.
+constexpr int kCrossEntropyPasses = 3;
+constexpr double kFp32Bytes = 4.0;
+
+}  // namespace
+
+GemmShape LayerOps::output_shape() const {
+  return {dims_.tokens(), dims_.vocab / dims_.tp, dims_.hidden};
+}
+
+// The lookup reads b·s' rows of the table and writes them; each rank then holds partial sums
+// (zeros outside its vocab shard) that TP all-reduces, or reduce-scatters to the sequence
+// shard with SP.
+OpIndex LayerOps::embedding_forward(std::int64_t microbatch, const Deps& deps) {
+  tag(microbatch, std::nullopt, "embedding");
+  emit_.allocate_on_next(memory_.embedding_bytes);
+  const OpIndex lookup = emit_.memory_bound("fwd", 4.0 * dims_.hidden_elements(), deps);
+  if (!tp_.active) return lookup;
+  const CollectiveOp op =
+      tp_.sequence_parallel ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
+  return emit_.collective(tp_.sequence_parallel ? "rs" : "ar", op, dims_.tp_collective_bytes(),
+                          tp_.group, OpCategory::kTp, Streams::kTp, {lookup});
+}
+
+// The gradient rows are scatter-added into the table: read dy, read and write the rows.
+// With SP the sequence-sharded gradient is gathered first (the conjugate of the forward
+// reduce-scatter).
+OpIndex LayerOps::embedding_backward(std::int64_t microbatch, std::vector<GradReady>& grads) {
+  tag(microbatch, std::nullopt, "embedding");
+  Deps deps;
+  if (tp_.active && tp_.sequence_parallel) {
+    Deps producer;
+    if (const auto last = emit_.last_compute()) producer.push_back(*last);
+    deps.push_back(emit_.collective("grad ag", CollectiveOp::kAllGather,
+                                    dims_.tp_collective_bytes(), tp_.group, OpCategory::kTp,
+                                    Streams::kTp, producer));
+  }
+  emit_.free_on_next(memory_.embedding_bytes);
+  const OpIndex update = emit_.memory_bound("bwd", 6.0 * dims_.hidden_elements(), deps);
+  grads.push_back({static_cast<double>(output_shape().n * output_shape().k), update});
+  return update;
+}
+
+OpIndex LayerOps::output_forward(std::int64_t microbatch, const Deps& deps) {
+  tag(microbatch, std::nullopt, "output");
+  emit_.allocate_on_next(memory_.output_bytes);
+  emit_.memory_bound("final norm fwd", norm_forward_bytes(), deps);
+  OpIndex last = output_linear_.column_forward("linear", output_shape());
+  const double logits = static_cast<double>(output_shape().m * output_shape().n);
+  for (int pass = 1; pass <= kCrossEntropyPasses; ++pass) {
+    const std::string name = "cross-entropy " + std::to_string(pass);
+    last = emit_.memory_bound(name, kFp32Bytes * logits, {last});
+    if (tp_.active) {
+      last = emit_.collective(name + " ar", CollectiveOp::kAllReduce,
+                              kFp32Bytes * static_cast<double>(dims_.tokens()), tp_.group,
+                              OpCategory::kTp, Streams::kTp, {last});
+    }
+  }
+  return last;
+}
+
+// The loss gradient reads the fp32 softmax and writes the bf16 logit gradient.
+OpIndex LayerOps::output_backward(std::int64_t microbatch, const Deps& deps,
+                                  std::vector<GradReady>& grads) {
+  tag(microbatch, std::nullopt, "output");
+  const double logits = static_cast<double>(output_shape().m * output_shape().n);
+  emit_.memory_bound("cross-entropy bwd", (kFp32Bytes + 2.0) * logits, deps);
+  const LinearBackward linear = output_linear_.column_backward("linear", output_shape());
+  emit_.free_on_next(memory_.output_bytes);
+  const OpIndex norm =
+      emit_.memory_bound("final norm bwd", norm_backward_bytes(), {linear.grad_input});
+  if (holds_output_weights_) {
+    grads.push_back({static_cast<double>(output_shape().n * output_shape().k), linear.wgrad});
+  }
+  grads.push_back({dims_.norm_params, norm});
+  return norm;
+}
+
+std::vector<ParamUnit> LayerOps::embedding_units() const {
+  return {{static_cast<double>(output_shape().n * output_shape().k), kEmbeddingModule}};
+}
+
+std::vector<ParamUnit> LayerOps::output_units() const {
+  std::vector<ParamUnit> units;
+  if (holds_output_weights_) {
+    units.push_back({static_cast<double>(output_shape().n * output_shape().k), kOutputModule});
+  }
+  units.push_back({dims_.norm_params, kOutputModule});
+  return units;
+}
+
+}  // namespace wallsim::models

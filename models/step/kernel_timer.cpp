@@ -1,0 +1,47 @@
+#include "models/step/kernel_timer.hpp"
+
+#include <algorithm>
+
+namespace wallsim::models {
+
+KernelTimer::KernelTimer(const GpuModel& gpu) : gpu_(gpu) {}
+
+int KernelTimer::sms_alone() const {
+  return gpu_.profile().sms;
+}
+
+// A communication kernel never leaves a compute kernel without SMs, whatever the profile says.
+int KernelTimer::sms_contended() const {
+  return std::max(1, gpu_.profile().sms - gpu_.profile().comm_kernel_sms);
+}
+
+KernelTime KernelTimer::gemm(const GemmShape& shape, Dtype dtype) {
+  const GemmKey key{shape.m, shape.n, shape.k, shape.batch, static_cast<int>(dtype)};
+  auto found = gemms_.find(key);
+  if (found != gemms_.end()) return found->second;
+  const KernelTime time{gpu_.gemm(shape, dtype, sms_alone()),
+                        gpu_.gemm(shape, dtype, sms_contended())};
+  return gemms_.emplace(key, time).first->second;
+}
+
+KernelTime KernelTimer::attention(const AttentionShape& shape, bool backward) {
+  const AttentionKey key{shape.batch,  shape.heads,    shape.kv_heads, shape.seq_q,
+                         shape.seq_kv, shape.head_dim, shape.causal,   backward};
+  auto found = attentions_.find(key);
+  if (found != attentions_.end()) return found->second;
+  const auto run = [&](int sms) {
+    return backward ? gpu_.attention_backward(shape, sms) : gpu_.attention_forward(shape, sms);
+  };
+  const KernelTime time{run(sms_alone()), run(sms_contended())};
+  return attentions_.emplace(key, time).first->second;
+}
+
+KernelTime KernelTimer::memory_bound(double bytes) {
+  auto found = memory_.find(bytes);
+  if (found != memory_.end()) return found->second;
+  const KernelTime time{gpu_.memory_bound(bytes, sms_alone()),
+                        gpu_.memory_bound(bytes, sms_contended())};
+  return memory_.emplace(bytes, time).first->second;
+}
+
+}  // namespace wallsim::models

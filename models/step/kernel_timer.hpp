@@ -1,0 +1,40 @@
+// Kernel durations for the step builder: GpuModel's answer with all SMs and with the SMs a
+// communication kernel leaves free, memoised by shape (a step repeats a few shapes thousands
+// of times, and full fidelity repeats them per rank).
+#pragma once
+
+#include <map>
+#include <tuple>
+
+#include "sim/core/time.hpp"
+#include "sim/hw/gpu_model.hpp"
+
+namespace wallsim::models {
+
+struct KernelTime {
+  Time alone;      // every SM available
+  Time contended;  // profile().comm_kernel_sms held by a communication kernel
+};
+
+class KernelTimer {
+ public:
+  explicit KernelTimer(const GpuModel& gpu);
+
+  KernelTime gemm(const GemmShape& shape, Dtype dtype);
+  KernelTime attention(const AttentionShape& shape, bool backward);
+  KernelTime memory_bound(double bytes);
+
+ private:
+  int sms_alone() const;
+  int sms_contended() const;
+
+  const GpuModel& gpu_;
+  using GemmKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, int>;
+  using AttentionKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                                  std::int64_t, std::int64_t, bool, bool>;
+  std::map<GemmKey, KernelTime> gemms_;
+  std::map<AttentionKey, KernelTime> attentions_;
+  std::map<double, KernelTime> memory_;
+};
+
+}  // namespace wallsim::models

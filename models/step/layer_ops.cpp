@@ -1,0 +1,166 @@
+#include "models/step/layer_ops.hpp"
+
+#include <string>
+
+namespace wallsim::models {
+namespace {
+
+TpSetting without_overlap(TpSetting tp) {
+  tp.overlap = false;
+  return tp;
+}
+
+}  // namespace
+
+LayerOps::LayerOps(OpEmitter& emit, const LayerDims& dims, const TpSetting& tp,
+                   const RecomputePlan& recompute, const LayerMemory& memory,
+                   bool holds_output_weights)
+    : emit_(emit),
+      dims_(dims),
+      tp_(tp),
+      recompute_(recompute),
+      memory_(memory),
+      holds_output_weights_(holds_output_weights),
+      linear_(emit, tp, dims.tp_collective_bytes()),
+      output_linear_(emit, without_overlap(tp), dims.tp_collective_bytes()) {}
+
+void LayerOps::tag(std::int64_t microbatch, std::optional<std::int64_t> layer,
+                   const std::string& prefix, bool recompute) {
+  OpTag t;
+  t.microbatch = static_cast<std::int32_t>(microbatch);
+  if (layer) t.layer = static_cast<std::int32_t>(*layer);
+  t.prefix = prefix;
+  t.recompute = recompute;
+  emit_.set_tag(std::move(t));
+}
+
+GemmShape LayerOps::qkv_shape() const {
+  return {dims_.tokens(), dims_.qkv_width(), dims_.hidden};
+}
+GemmShape LayerOps::proj_shape() const {
+  return {dims_.tokens(), dims_.hidden, dims_.attention_width()};
+}
+GemmShape LayerOps::fc1_shape() const {
+  return {dims_.tokens(), dims_.fc1_width(), dims_.hidden};
+}
+GemmShape LayerOps::fc2_shape() const {
+  return {dims_.tokens(), dims_.hidden, dims_.fc2_input_width()};
+}
+
+// Norm forward reads x and writes y, backward reads x and dy and writes dx (hardware.md §6.2).
+double LayerOps::norm_forward_bytes() const {
+  return 4.0 * dims_.sharded_hidden_elements();
+}
+double LayerOps::norm_backward_bytes() const {
+  return 6.0 * dims_.sharded_hidden_elements();
+}
+// Fused bias-dropout-add: read the branch and the residual, write the sum (+ a 1-byte mask).
+double LayerOps::residual_bytes() const {
+  return (dims_.dropout ? 7.0 : 6.0) * dims_.sharded_hidden_elements();
+}
+// GeLU reads e and writes e; SwiGLU reads two inputs of e and writes e (e: the f/t output).
+double LayerOps::activation_forward_bytes() const {
+  const double e =
+      static_cast<double>(dims_.tokens()) * static_cast<double>(dims_.fc2_input_width());
+  return (dims_.gated ? 6.0 : 4.0) * e;
+}
+double LayerOps::activation_backward_bytes() const {
+  const double e =
+      static_cast<double>(dims_.tokens()) * static_cast<double>(dims_.fc2_input_width());
+  return (dims_.gated ? 10.0 : 6.0) * e;
+}
+
+OpIndex LayerOps::forward_ops(const Deps& deps) {
+  emit_.memory_bound("ln1 fwd", norm_forward_bytes(), deps);
+  linear_.column_forward("qkv", qkv_shape());
+  emit_.attention("attn fwd", dims_.attention_calls(), /*backward=*/false);
+  const OpIndex proj = linear_.row_forward("proj", proj_shape());
+  emit_.memory_bound("residual1 fwd", residual_bytes(), {proj});
+  emit_.memory_bound("ln2 fwd", norm_forward_bytes());
+  linear_.column_forward("fc1", fc1_shape());
+  emit_.memory_bound("act fwd", activation_forward_bytes());
+  const OpIndex fc2 = linear_.row_forward("fc2", fc2_shape());
+  return emit_.memory_bound("residual2 fwd", residual_bytes(), {fc2});
+}
+
+OpIndex LayerOps::forward(std::int64_t microbatch, std::int64_t layer, const Deps& deps) {
+  tag(microbatch, layer, "L" + std::to_string(layer));
+  emit_.allocate_on_next(memory_.layer_bytes);
+  return forward_ops(deps);
+}
+
+OpIndex LayerOps::backward(std::int64_t microbatch, std::int64_t layer, const Deps& deps,
+                           std::vector<GradReady>& grads) {
+  const std::string prefix = "L" + std::to_string(layer);
+  Deps first = deps;
+  if (recompute_.mode == Recompute::full) {
+    // Megatron's full recompute (uniform, one layer per checkpoint) re-runs the layer's
+    // forward, TP collectives included, right before its backward.
+    tag(microbatch, layer, prefix, /*recompute=*/true);
+    emit_.allocate_on_next(memory_.transient_bytes);
+    forward_ops(deps);
+    first.clear();
+  }
+  tag(microbatch, layer, prefix);
+  mlp_backward(first, grads);
+  return attention_backward(grads);
+}
+
+OpIndex LayerOps::mlp_backward(const Deps& deps, std::vector<GradReady>& grads) {
+  const OpTag plain = emit_.tag();
+  emit_.memory_bound("residual2 bwd", residual_bytes(), deps);
+  OpTag again = plain;
+  again.recompute = true;
+  emit_.set_tag(again);
+  if (recompute_.mlp) {
+    emit_.gemm("fc1 fwd", fc1_shape());
+    emit_.memory_bound("act fwd", activation_forward_bytes());
+    emit_.gemm("fc2 fwd", fc2_shape());
+  }
+  if (recompute_.norms) emit_.memory_bound("ln2 fwd", norm_forward_bytes());
+  emit_.set_tag(plain);
+  const LinearBackward fc2 = linear_.row_backward("fc2", fc2_shape());
+  emit_.memory_bound("act bwd", activation_backward_bytes());
+  const LinearBackward fc1 = linear_.column_backward("fc1", fc1_shape());
+  const OpIndex norm = emit_.memory_bound("ln2 bwd", norm_backward_bytes(), {fc1.grad_input});
+  grads.push_back({static_cast<double>(fc2_shape().n * fc2_shape().k), fc2.wgrad});
+  grads.push_back({static_cast<double>(fc1_shape().n * fc1_shape().k), fc1.wgrad});
+  grads.push_back({dims_.norm_params, norm});
+  return norm;
+}
+
+OpIndex LayerOps::attention_backward(std::vector<GradReady>& grads) {
+  const OpTag plain = emit_.tag();
+  OpTag again = plain;
+  again.recompute = true;
+  emit_.memory_bound("residual1 bwd", residual_bytes());
+  if (recompute_.norms) {
+    emit_.set_tag(again);
+    emit_.memory_bound("ln1 fwd", norm_forward_bytes());
+    emit_.set_tag(plain);
+  }
+  const LinearBackward proj = linear_.row_backward("proj", proj_shape());
+  if (recompute_.core_attention) {
+    emit_.set_tag(again);
+    emit_.attention("attn fwd", dims_.attention_calls(), /*backward=*/false);
+    emit_.set_tag(plain);
+  }
+  emit_.attention("attn bwd", dims_.attention_calls(), /*backward=*/true);
+  const LinearBackward qkv = linear_.column_backward("qkv", qkv_shape());
+  const bool full = recompute_.mode == Recompute::full;
+  emit_.free_on_next(memory_.layer_bytes + (full ? memory_.transient_bytes : 0.0));
+  const OpIndex norm = emit_.memory_bound("ln1 bwd", norm_backward_bytes(), {qkv.grad_input});
+  grads.push_back({static_cast<double>(proj_shape().n * proj_shape().k), proj.wgrad});
+  grads.push_back({static_cast<double>(qkv_shape().n * qkv_shape().k), qkv.wgrad});
+  grads.push_back({dims_.norm_params, norm});
+  return norm;
+}
+
+std::vector<ParamUnit> LayerOps::layer_units(std::int64_t layer) const {
+  const auto weights = [](const GemmShape& s) { return static_cast<double>(s.n * s.k); };
+  return {{weights(fc2_shape()), layer}, {weights(fc1_shape()), layer},
+          {dims_.norm_params, layer},    {weights(proj_shape()), layer},
+          {weights(qkv_shape()), layer}, {dims_.norm_params, layer}};
+}
+
+}  // namespace wallsim::models

@@ -1,0 +1,84 @@
+// The ops of one micro-batch through one transformer layer, the input embedding and the
+// output layer, forward and backward, on one rank (mechanics.md §1.1; byte counts of the
+// memory-bound kernels from hardware.md §6.2, e = elements of the tensor, bf16):
+//
+//   forward   ln1 (4e) → qkv (column) → flash attention → proj (row) → residual/dropout (6e,
+//             +e mask with dropout) → ln2 (4e) → fc1 (column) → activation (GeLU 4e, SwiGLU 6e
+//             of the f/t output) → fc2 (row) → residual/dropout
+//   backward  the reverse: residual (6e) → fc2 → activation (GeLU 6e, SwiGLU 10e) → fc1 → ln2
+//             (6e) → residual → proj → [recomputed attention] → attention → qkv → ln1
+// Norms and residuals work on the sequence shard with SP (e ÷ t).
+//
+// Memory: a layer's forward allocates layer_activation_bytes at its first op and its backward
+// frees them at its last; full recompute re-runs the forward (with its TP collectives) just
+// before the backward and holds layer_recompute_transient_bytes meanwhile; selective recompute
+// re-runs core attention, the MLP (fc1, activation, fc2) and the norms it lists.
+#pragma once
+
+#include <vector>
+
+#include "models/step/op_emitter.hpp"
+#include "models/step/step_context.hpp"
+#include "models/step/tp_linear.hpp"
+
+namespace wallsim::models {
+
+struct LayerMemory {
+  double layer_bytes = 0;      // kept per layer and micro-batch until the backward
+  double transient_bytes = 0;  // full recompute: held while the layer's backward runs
+  double embedding_bytes = 0;
+  double output_bytes = 0;
+};
+
+class LayerOps {
+ public:
+  LayerOps(OpEmitter& emit, const LayerDims& dims, const TpSetting& tp,
+           const RecomputePlan& recompute, const LayerMemory& memory, bool holds_output_weights);
+
+  // Each returns the op the next part of the program waits for; `deps` are the cross-stream
+  // ops the first op waits for (a pipeline receive, a parameter all-gather).
+  OpIndex forward(std::int64_t microbatch, std::int64_t layer, const Deps& deps);
+  // Appends the gradients that become ready, in the order Megatron buckets them (reverse
+  // registration order: fc2, fc1, ln2, proj, qkv, ln1).
+  OpIndex backward(std::int64_t microbatch, std::int64_t layer, const Deps& deps,
+                   std::vector<GradReady>& grads);
+
+  OpIndex embedding_forward(std::int64_t microbatch, const Deps& deps);
+  OpIndex embedding_backward(std::int64_t microbatch, std::vector<GradReady>& grads);
+  OpIndex output_forward(std::int64_t microbatch, const Deps& deps);
+  OpIndex output_backward(std::int64_t microbatch, const Deps& deps, std::vector<GradReady>& grads);
+
+  // The parameter units of a layer / the embedding / the output side in that same order.
+  std::vector<ParamUnit> layer_units(std::int64_t layer) const;
+  std::vector<ParamUnit> embedding_units() const;
+  std::vector<ParamUnit> output_units() const;
+
+ private:
+  OpIndex forward_ops(const Deps& deps);
+  OpIndex mlp_backward(const Deps& deps, std::vector<GradReady>& grads);
+  OpIndex attention_backward(std::vector<GradReady>& grads);
+  void tag(std::int64_t microbatch, std::optional<std::int64_t> layer, const std::string& prefix,
+           bool recompute = false);
+
+  GemmShape qkv_shape() const;
+  GemmShape proj_shape() const;
+  GemmShape fc1_shape() const;
+  GemmShape fc2_shape() const;
+  GemmShape output_shape() const;
+  double norm_forward_bytes() const;
+  double norm_backward_bytes() const;
+  double residual_bytes() const;
+  double activation_forward_bytes() const;
+  double activation_backward_bytes() const;
+
+  OpEmitter& emit_;
+  LayerDims dims_;
+  TpSetting tp_;
+  RecomputePlan recompute_;
+  LayerMemory memory_;
+  bool holds_output_weights_;
+  TpLinear linear_;
+  TpLinear output_linear_;  // Megatron's output layer is not a TE module: no userbuffer overlap
+};
+
+}  // namespace wallsim::models

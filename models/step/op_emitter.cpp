@@ -1,0 +1,120 @@
+#include "models/step/op_emitter.hpp"
+
+#include <algorithm>
+
+namespace wallsim::models {
+namespace {
+
+// Casting a bf16 tensor to fp8 reads 2 bytes and writes 1 per element.
+constexpr double kFp8CastBytesPerElement = 3.0;
+
+double elements(std::int64_t rows, std::int64_t cols, std::int64_t batch) {
+  return static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(batch);
+}
+
+}  // namespace
+
+std::uint32_t PayloadTable::index(CollectiveOp op, double bytes) {
+  const auto [it, added] =
+      index_.emplace(std::make_pair(op, bytes), static_cast<std::uint32_t>(payloads_.size()));
+  if (added) payloads_.push_back({op, bytes});
+  return it->second;
+}
+
+OpEmitter::OpEmitter(OpGraph& graph, KernelTimer& timer, PayloadTable& payloads, Dtype gemm_dtype)
+    : graph_(graph), timer_(timer), payloads_(payloads), gemm_dtype_(gemm_dtype) {}
+
+Op OpEmitter::tagged(OpKind kind, OpCategory category, StreamIndex stream) const {
+  Op op;
+  op.kind = kind;
+  op.category = category_code(category);
+  op.stream = stream;
+  op.microbatch = tag_.microbatch;
+  op.layer = tag_.layer;
+  return op;
+}
+
+OpIndex OpEmitter::add(Op op, std::string_view name, const Deps& deps) {
+  std::string label =
+      tag_.prefix.empty() ? std::string(name) : tag_.prefix + " " + std::string(name);
+  if (tag_.recompute) label += " (recompute)";
+  op.label = graph_.intern_label(label);
+  Deps unique = deps;
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  return graph_.add(std::move(op), std::span<const OpIndex>(unique));
+}
+
+OpIndex OpEmitter::add_compute(std::string_view name, OpCategory category, KernelTime time,
+                               double flops, const Deps& deps) {
+  Op op = tagged(OpKind::kCompute, category, Streams::kCompute);
+  op.duration = time.alone;
+  op.duration_contended = time.contended;
+  op.flops = flops;
+  op.alloc_bytes = pending_alloc_bytes_;
+  op.free_bytes = pending_free_bytes_;
+  pending_alloc_bytes_ = pending_free_bytes_ = 0;
+  last_compute_ = add(std::move(op), name, deps);
+  return *last_compute_;
+}
+
+OpIndex OpEmitter::gemm(std::string_view name, const GemmShape& shape, const Deps& deps) {
+  Deps gemm_deps = deps;
+  if (gemm_dtype_ == Dtype::kFp8) {
+    // The casts wait for what the GEMM waits for (its gathered input); the GEMM follows them
+    // on the compute stream.
+    const std::string base(name);
+    memory_bound(base + " cast a",
+                 kFp8CastBytesPerElement * elements(shape.m, shape.k, shape.batch), deps);
+    memory_bound(base + " cast b",
+                 kFp8CastBytesPerElement * elements(shape.k, shape.n, shape.batch));
+    gemm_deps.clear();
+  }
+  return add_compute(name, OpCategory::kGemm, timer_.gemm(shape, gemm_dtype_), gemm_flops(shape),
+                     gemm_deps);
+}
+
+OpIndex OpEmitter::attention(std::string_view name, const std::vector<AttentionShape>& shapes,
+                             bool backward, const Deps& deps) {
+  KernelTime total{Time::zero(), Time::zero()};
+  double flops = 0;
+  for (const AttentionShape& shape : shapes) {
+    const KernelTime time = timer_.attention(shape, backward);
+    total.alone += time.alone;
+    total.contended += time.contended;
+    flops += backward ? attention_backward_flops(shape) : attention_forward_flops(shape);
+  }
+  return add_compute(name, OpCategory::kAttention, total, flops, deps);
+}
+
+OpIndex OpEmitter::memory_bound(std::string_view name, double bytes, const Deps& deps,
+                                OpCategory category) {
+  return add_compute(name, category, timer_.memory_bound(bytes), 0.0, deps);
+}
+
+OpIndex OpEmitter::collective(std::string_view name, CollectiveOp op_kind, double bytes,
+                              GroupIndex group, OpCategory category, StreamIndex stream,
+                              const Deps& deps, bool occupies_sms) {
+  Op op = tagged(OpKind::kCollective, category, stream);
+  op.group = group;
+  op.payload = payloads_.index(op_kind, bytes);
+  op.occupies_sms = occupies_sms;
+  return add(std::move(op), name, deps);
+}
+
+OpIndex OpEmitter::send(std::string_view name, RankIndex peer, double bytes, StreamIndex stream,
+                        const Deps& deps) {
+  Op op = tagged(OpKind::kSend, OpCategory::kPp, stream);
+  op.peer = peer;
+  op.payload = payloads_.index(CollectiveOp::kSendRecv, bytes);
+  return add(std::move(op), name, deps);
+}
+
+OpIndex OpEmitter::recv(std::string_view name, RankIndex peer, double bytes, StreamIndex stream) {
+  Op op = tagged(OpKind::kRecv, OpCategory::kPp, stream);
+  op.peer = peer;
+  op.payload = payloads_.index(CollectiveOp::kSendRecv, bytes);
+  return add(std::move(op), name, {});
+}
+
+}  // namespace wallsim::models

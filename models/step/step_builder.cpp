@@ -1,0 +1,272 @@
+// build_step: which ranks are simulated, the replay groups they use, and each rank's program
+// (pipeline schedule with its layers, TP, PP and DP communication, optimizer step).
+#include <map>
+#include <optional>
+
+#include "models/activation_memory.hpp"
+#include "models/flops.hpp"
+#include "models/memory.hpp"
+#include "models/step/data_parallel_ops.hpp"
+#include "models/step/kernel_timer.hpp"
+#include "models/step/layer_ops.hpp"
+#include "models/step/op_emitter.hpp"
+#include "models/step/pipeline_ops.hpp"
+#include "models/step/step_context.hpp"
+#include "models/step/step_program.hpp"
+
+namespace wallsim::models {
+namespace {
+
+// Real groups -> replay groups: each distinct real group gets one index, listing the simulated
+// ranks among its members and every global rank of it.
+class GroupTable {
+ public:
+  explicit GroupTable(const std::vector<std::optional<RankIndex>>& simulated_of)
+      : simulated_of_(simulated_of) {}
+
+  GroupIndex index(const std::vector<std::int64_t>& members) {
+    const auto [it, added] = index_.emplace(members, static_cast<GroupIndex>(groups_.size()));
+    if (added) {
+      std::vector<RankIndex> simulated;
+      std::vector<int> ranks;
+      for (std::int64_t rank : members) {
+        ranks.push_back(static_cast<int>(rank));
+        if (const auto sim = simulated_of_[static_cast<std::size_t>(rank)])
+          simulated.push_back(*sim);
+      }
+      groups_.push_back(std::move(simulated));
+      group_ranks_.push_back(std::move(ranks));
+    }
+    return it->second;
+  }
+
+  // Moves the tables into the program (the table is spent afterwards).
+  void move_into(StepProgram& program) {
+    program.groups = std::move(groups_);
+    program.group_ranks = std::move(group_ranks_);
+  }
+
+ private:
+  std::vector<std::vector<RankIndex>> groups_;
+  std::vector<std::vector<int>> group_ranks_;
+  const std::vector<std::optional<RankIndex>>& simulated_of_;
+  std::map<std::vector<std::int64_t>, GroupIndex> index_;
+};
+
+// For every global rank, the group of `groups` that holds it.
+std::vector<std::size_t> group_of_rank(const RankGroups& groups, std::int64_t world) {
+  std::vector<std::size_t> of(static_cast<std::size_t>(world), 0);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    for (std::int64_t rank : groups[g]) of[static_cast<std::size_t>(rank)] = g;
+  }
+  return of;
+}
+
+struct RealGroups {
+  RankGroups groups;
+  std::vector<std::size_t> of_rank;
+  const std::vector<std::int64_t>& of(std::int64_t rank) const {
+    return groups[of_rank[static_cast<std::size_t>(rank)]];
+  }
+};
+
+RealGroups real_groups(RankGroups groups, std::int64_t world) {
+  RealGroups r{std::move(groups), {}};
+  r.of_rank = group_of_rank(r.groups, world);
+  return r;
+}
+
+// Everything the per-rank builds share.
+struct StepInputs {
+  const RunConfig& config;
+  RankLayout ranks;
+  LayerDims dims;
+  RecomputePlan recompute;
+  MemoryReport memory;
+  RealGroups tp, dp_cp, embedding;
+  std::vector<std::optional<RankIndex>> simulated_of;
+};
+
+LayerMemory layer_memory(const RunConfig& c, std::int64_t stage) {
+  const ActivationSetting s = activation_setting(c.training, c.layout.sizes.tp, c.layout.sizes.cp,
+                                                 c.layout.sequence_parallel);
+  LayerMemory m;
+  m.layer_bytes = layer_activation_bytes(c.model, s);
+  if (c.training.recompute == Recompute::full) {
+    m.transient_bytes = layer_recompute_transient_bytes(c.model, s);
+  }
+  if (stage == 0) m.embedding_bytes = embedding_activation_bytes(c.model, s);
+  if (stage == c.layout.sizes.pp - 1) m.output_bytes = output_activation_bytes(c.model, s);
+  return m;
+}
+
+// Parameter units of every chunk of the stage, in backward (bucketing) order.
+std::vector<std::vector<ParamUnit>> chunk_units(const LayerOps& layers, const Layout& layout,
+                                                std::int64_t stage) {
+  const StageLayers& placed = layout.placement.stages[static_cast<std::size_t>(stage)];
+  std::vector<std::vector<ParamUnit>> units(placed.chunks.size());
+  for (std::size_t c = 0; c < placed.chunks.size(); ++c) {
+    auto& chunk = units[c];
+    const auto append = [&chunk](const std::vector<ParamUnit>& more) {
+      chunk.insert(chunk.end(), more.begin(), more.end());
+    };
+    if (stage == layout.sizes.pp - 1 && c + 1 == placed.chunks.size()) {
+      append(layers.output_units());
+    }
+    const ChunkLayers& range = placed.chunks[c];
+    for (std::int64_t l = range.first_layer + range.count; l-- > range.first_layer;) {
+      append(layers.layer_units(l));
+    }
+    if (stage == 0 && c == 0) append(layers.embedding_units());
+  }
+  return units;
+}
+
+TpSetting tp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank) {
+  const Layout& layout = in.config.layout;
+  TpSetting tp;
+  tp.tp = layout.sizes.tp;
+  tp.active = tp.tp > 1;
+  tp.sequence_parallel = layout.sequence_parallel;
+  tp.overlap = in.config.training.overlap.tp_comm && layout.sequence_parallel;
+  if (tp.active) tp.group = table.index(in.tp.of(rank));
+  return tp;
+}
+
+DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
+                     std::int64_t stage) {
+  const Layout& layout = in.config.layout;
+  const TrainingSpec& training = in.config.training;
+  DpSetting dp;
+  dp.group_size = layout.dp_cp();
+  dp.active = dp.group_size > 1;
+  if (dp.active) dp.group = table.index(in.dp_cp.of(rank));
+  dp.distributed_optimizer = training.distributed_optimizer;
+  dp.overlap_grad_reduce = training.overlap.dp_grad_reduce;
+  dp.overlap_param_gather = training.overlap.dp_param_gather;
+  dp.first_stage = stage == 0;
+  dp.grad_bytes_per_param = static_bytes_per_param(layout, training).grads;
+  dp.optimizer_shards = optimizer_shards(layout, training);
+  const bool edge = stage == 0 || stage == layout.sizes.pp - 1;
+  if (in.config.model.tied_embeddings && layout.sizes.pp > 1 && edge) {
+    dp.embedding_group = table.index(in.embedding.of(rank));
+    dp.embedding_params = static_cast<double>(in.dims.vocab / in.dims.tp * in.dims.hidden);
+  }
+  return dp;
+}
+
+PipelineSetting pipeline_setting(const StepInputs& in, std::int64_t rank) {
+  const Layout& layout = in.config.layout;
+  const RankCoordinates coordinates = in.ranks.coordinates(rank);
+  const std::int64_t pp = layout.sizes.pp;
+  const auto simulated_at = [&](std::int64_t stage) {
+    RankCoordinates peer = coordinates;
+    peer.pp = (stage + pp) % pp;
+    return *in.simulated_of[static_cast<std::size_t>(in.ranks.rank(peer))];
+  };
+  PipelineSetting p;
+  p.pp = pp;
+  p.vpp = layout.vpp;
+  p.microbatches = layout.num_microbatches;
+  p.stage = coordinates.pp;
+  p.previous_rank = simulated_at(p.stage - 1);
+  p.next_rank = simulated_at(p.stage + 1);
+  p.transfer_bytes = 2.0 * in.dims.sharded_hidden_elements();
+  return p;
+}
+
+// Megatron's model FLOPs for the tokens this rank processes: its stage's layers ÷ tp, plus
+// the logits on the last stage.
+double rank_model_flops(const RunConfig& c, std::int64_t stage) {
+  const ModelSpec& m = c.model;
+  const std::int64_t tp = c.layout.sizes.tp;
+  const double tokens = static_cast<double>(c.layout.num_microbatches * c.training.micro_batch) *
+                        static_cast<double>(c.training.seq_len / c.layout.sizes.cp);
+  const double per_layer = attention_linear_flops_per_token(m) +
+                           attention_core_flops_per_token(m, c.training.seq_len) +
+                           mlp_flops_per_token(m);
+  const double layers =
+      static_cast<double>(c.layout.placement.stages[static_cast<std::size_t>(stage)].total());
+  double flops = tokens * layers * per_layer;
+  if (stage == c.layout.sizes.pp - 1) flops += tokens * logits_flops_per_token(m, tp);
+  return flops / static_cast<double>(tp);
+}
+
+OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
+                   PayloadTable& payloads, GroupTable& groups) {
+  const RunConfig& c = in.config;
+  const std::int64_t stage = in.ranks.coordinates(rank).pp;
+  const StageMemory& memory = in.memory.stages[static_cast<std::size_t>(stage)];
+  OpGraph graph;
+  graph.static_bytes = memory.weights + memory.grads + memory.optimizer + memory.buffers;
+  OpEmitter emit(graph, timer, payloads,
+                 c.training.precision == "fp8" ? Dtype::kFp8 : Dtype::kBf16);
+  const bool output_weights =
+      stage == c.layout.sizes.pp - 1 && (!c.model.tied_embeddings || c.layout.sizes.pp > 1);
+  LayerOps layers(emit, in.dims, tp_setting(in, groups, rank), in.recompute, layer_memory(c, stage),
+                  output_weights);
+  DataParallelOps data_parallel(emit, dp_setting(in, groups, rank, stage),
+                                chunk_units(layers, c.layout, stage));
+  PipelineOps pipeline(emit, layers, data_parallel, pipeline_setting(in, rank),
+                       c.layout.placement.stages[static_cast<std::size_t>(stage)]);
+  pipeline.emit_schedule();
+  data_parallel.finish_step(stage_parameters(c.model, c.layout, stage).total());
+  return graph;
+}
+
+std::vector<std::int64_t> simulated_ranks(const RankLayout& ranks, Fidelity fidelity) {
+  std::vector<std::int64_t> chosen;
+  if (fidelity == Fidelity::kFull) {
+    for (std::int64_t r = 0; r < ranks.world_size(); ++r) chosen.push_back(r);
+    return chosen;
+  }
+  for (std::int64_t stage = 0; stage < ranks.sizes().pp; ++stage) {
+    RankCoordinates representative;
+    representative.pp = stage;
+    chosen.push_back(ranks.rank(representative));
+  }
+  return chosen;
+}
+
+double graph_flops(const OpGraph& graph) {
+  double flops = 0;
+  for (OpIndex i = 0; i < graph.size(); ++i) flops += graph.op(i).flops;
+  return flops;
+}
+
+}  // namespace
+
+StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fidelity) {
+  const RankLayout ranks = config.layout.ranks();
+  const std::int64_t world = ranks.world_size();
+  StepInputs in{
+      config,
+      ranks,
+      layer_dims(config),
+      recompute_plan(config.training),
+      memory_report(config.model, config.layout, config.training, gpu.profile().hbm_bytes),
+      real_groups(ranks.groups({Axis::tp}), world),
+      real_groups(ranks.groups({Axis::dp, Axis::cp}), world),
+      real_groups(ranks.embedding_groups(), world),
+      std::vector<std::optional<RankIndex>>(static_cast<std::size_t>(world))};
+  StepProgram program;
+  program.global_rank = simulated_ranks(ranks, fidelity);
+  for (std::size_t i = 0; i < program.global_rank.size(); ++i) {
+    in.simulated_of[static_cast<std::size_t>(program.global_rank[i])] = static_cast<RankIndex>(i);
+  }
+  KernelTimer timer(gpu);
+  PayloadTable payloads;
+  GroupTable groups(in.simulated_of);
+  for (std::int64_t rank : program.global_rank) {
+    const std::int64_t stage = ranks.coordinates(rank).pp;
+    program.graphs.push_back(build_rank(in, rank, timer, payloads, groups));
+    program.stage.push_back(stage);
+    program.model_flops.push_back(rank_model_flops(config, stage));
+    program.hardware_flops.push_back(graph_flops(program.graphs.back()));
+  }
+  groups.move_into(program);
+  program.payloads = payloads.release();
+  return program;
+}
+
+}  // namespace wallsim::models

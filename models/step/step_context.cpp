@@ -1,0 +1,64 @@
+#include "models/step/step_context.hpp"
+
+#include "models/parameter_count.hpp"
+
+namespace wallsim::models {
+
+double LayerDims::hidden_elements() const {
+  return static_cast<double>(tokens()) * static_cast<double>(hidden);
+}
+
+double LayerDims::sharded_hidden_elements() const {
+  return hidden_elements() / (sequence_parallel ? static_cast<double>(tp) : 1.0);
+}
+
+// Without context parallelism one causal call over s' queries and keys. With it (Megatron's
+// load-balanced p2p ring, mechanics.md §3), a rank attends its s' queries to every one of the cp
+// key chunks: the diagonal block causally, and cp − 1 half blocks (s' queries × s'/2 keys, or
+// the other way round) without a mask, which is the rank's 1/cp share of the causal work.
+// (The KV exchange itself belongs to the CP builder.)
+std::vector<AttentionShape> LayerDims::attention_calls() const {
+  const std::int64_t local_heads = heads / tp;
+  const std::int64_t local_kv_heads = kv_heads / tp;
+  std::vector<AttentionShape> calls{
+      {batch, local_heads, local_kv_heads, seq, seq, head_dim, /*causal=*/true}};
+  for (std::int64_t step = 1; step < cp; ++step) {
+    calls.push_back({batch, local_heads, local_kv_heads, seq, seq / 2, head_dim, false});
+  }
+  return calls;
+}
+
+LayerDims layer_dims(const RunConfig& config) {
+  const ModelSpec& m = config.model;
+  const Layout& layout = config.layout;
+  LayerDims d;
+  d.batch = config.training.micro_batch;
+  d.full_seq = config.training.seq_len;
+  d.cp = layout.sizes.cp;
+  d.seq = d.full_seq / d.cp;
+  d.hidden = m.hidden;
+  d.heads = m.heads;
+  d.kv_heads = m.kv_heads;
+  d.head_dim = m.head_dim;
+  d.ffn = m.ffn_hidden;
+  d.tp = layout.sizes.tp;
+  d.vocab = padded_vocab(m.vocab, d.tp);
+  d.norm_params = norm_params_per_element(m.norm) * static_cast<double>(m.hidden);
+  d.gated = m.gated();
+  d.sequence_parallel = layout.sequence_parallel;
+  d.dropout = m.hidden_dropout > 0;
+  return d;
+}
+
+RecomputePlan recompute_plan(const TrainingSpec& training) {
+  RecomputePlan plan;
+  plan.mode = training.recompute;
+  if (training.recompute == Recompute::selective) {
+    plan.core_attention = training.recomputes("core_attn");
+    plan.mlp = training.recomputes("mlp");
+    plan.norms = training.recomputes("layernorm");
+  }
+  return plan;
+}
+
+}  // namespace wallsim::models

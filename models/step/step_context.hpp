@@ -1,0 +1,78 @@
+// What the per-rank op builders of a step share: the dimensions of one micro-batch on one
+// rank, the tensor-parallel setting and the recompute plan, derived once from the RunConfig.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/run_config.hpp"
+#include "sim/graph/op.hpp"
+#include "sim/hw/kernel_flops.hpp"
+
+namespace wallsim::models {
+
+// One micro-batch on one rank: b sequences of s' = s/cp tokens, the layer widths ÷ tp.
+struct LayerDims {
+  std::int64_t batch = 1;     // b
+  std::int64_t seq = 0;       // s' = seq_len / cp
+  std::int64_t full_seq = 0;  // s
+  std::int64_t hidden = 0;    // h
+  std::int64_t heads = 0;     // a, whole model
+  std::int64_t kv_heads = 0;  // g
+  std::int64_t head_dim = 0;  // d
+  std::int64_t ffn = 0;       // f
+  std::int64_t vocab = 0;     // padded for tp
+  double norm_params = 0;     // ν·h: parameters of one norm (ν = 2 for LayerNorm)
+  std::int64_t tp = 1;
+  std::int64_t cp = 1;
+  bool gated = false;  // SwiGLU: FC1 has two branches
+  bool sequence_parallel = false;
+  bool dropout = false;
+
+  std::int64_t tokens() const { return batch * seq; }
+  // Elements of a [s', b, h] activation, and of its sequence shard between TP regions.
+  double hidden_elements() const;
+  double sharded_hidden_elements() const;
+  // Bytes of the [s', b, h] bf16 tensor every TP collective of a layer moves (nccl-tests S).
+  double tp_collective_bytes() const { return 2.0 * hidden_elements(); }
+  // Per-rank GEMM widths.
+  std::int64_t qkv_width() const { return (heads + 2 * kv_heads) * head_dim / tp; }
+  std::int64_t attention_width() const { return heads * head_dim / tp; }
+  std::int64_t fc1_width() const { return (gated ? 2 : 1) * ffn / tp; }
+  std::int64_t fc2_input_width() const { return ffn / tp; }
+  // The flash-attention calls of one layer's forward (or backward) on this rank.
+  std::vector<AttentionShape> attention_calls() const;
+};
+
+struct TpSetting {
+  bool active = false;  // tp > 1
+  GroupIndex group = 0;
+  bool sequence_parallel = false;
+  bool overlap = false;  // Transformer Engine's userbuffer overlap (needs SP)
+  std::int64_t tp = 1;
+};
+
+struct RecomputePlan {
+  Recompute mode = Recompute::none;
+  bool core_attention = false;  // selective: core_attn
+  bool mlp = false;             // selective: mlp
+  bool norms = false;           // selective: layernorm
+};
+
+// Parameters of one tensor, or of a fused group, whose gradient becomes ready at one op.
+struct ParamUnit {
+  double params = 0;        // per GPU
+  std::int64_t module = 0;  // layer index; kEmbeddingModule / kOutputModule otherwise
+};
+inline constexpr std::int64_t kEmbeddingModule = -1;
+inline constexpr std::int64_t kOutputModule = -2;
+
+struct GradReady {
+  double params = 0;
+  OpIndex op = 0;  // the op after which the gradient is complete
+};
+
+LayerDims layer_dims(const RunConfig& config);
+RecomputePlan recompute_plan(const TrainingSpec& training);
+
+}  // namespace wallsim::models

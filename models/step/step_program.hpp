@@ -1,0 +1,52 @@
+// One training step as per-rank op graphs, ready for the replay.
+//
+// `build_step` turns a validated RunConfig into the OpGraph of every simulated rank (all of them
+// in `full` fidelity; one per pipeline stage in `symmetric`, since the TP, CP and DP peers of a
+// dense layer run the same program under the same load), the communication groups those graphs
+// use and the payloads (op and bytes) each communication moves. Collectives name a replay group
+// (its simulated members) and carry every global rank of the real group, so the network still
+// moves the traffic of all of them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/run_config.hpp"
+#include "sim/graph/op_graph.hpp"
+#include "sim/hw/gpu_model.hpp"
+#include "sim/network/collective/collective.hpp"
+
+namespace wallsim::models {
+
+// Stream indices of a rank (sim/graph streams are in-order queues).
+struct Streams {
+  static constexpr StreamIndex kCompute = 0;
+  static constexpr StreamIndex kTp = 1;
+  static constexpr StreamIndex kDp = 2;
+  static constexpr StreamIndex kPpSendForward = 3;
+  static constexpr StreamIndex kPpSendBackward = 4;
+  static constexpr StreamIndex kPpRecvForward = 5;
+  static constexpr StreamIndex kPpRecvBackward = 6;
+};
+
+struct CommPayload {
+  CollectiveOp op = CollectiveOp::kAllReduce;  // kSendRecv for pipeline transfers
+  double bytes = 0;                            // S as nccl-tests counts it
+};
+
+struct StepProgram {
+  std::vector<OpGraph> graphs;                 // one per simulated rank
+  std::vector<std::int64_t> global_rank;       // simulated rank -> global GPU id
+  std::vector<std::int64_t> stage;             // simulated rank -> pipeline stage
+  std::vector<std::vector<RankIndex>> groups;  // replay group -> simulated members
+  std::vector<std::vector<int>> group_ranks;   // replay group -> every global rank
+  std::vector<CommPayload> payloads;           // Op::payload indexes this
+  std::vector<double> model_flops;             // per simulated rank, one step, no recompute
+  std::vector<double> hardware_flops;          // the same with recompute
+};
+
+enum class Fidelity { kFull, kSymmetric };
+
+StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fidelity);
+
+}  // namespace wallsim::models

@@ -1,0 +1,82 @@
+#include <catch2/catch.hpp>
+
+#include "calibration/fit/profile_fit.hpp"
+#include "calibration/fit/residuals.hpp"
+#include "sim/core/input_error.hpp"
+#include "test_profiles.hpp"
+
+using namespace wallsim;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::vector<RawFile> recorded_files() {
+  std::vector<RawFile> files;
+  for (const char* kind : {"gemm", "attention", "memory", "collective"}) {
+    files.push_back(load_raw_file(test::source_file(std::string("tests/data/calibration/h100-sxm-synthetic.") +
+                                                    kind + ".raw.json")));
+  }
+  return files;
+}
+
+ProfileFit fit_recorded() {
+  return fit_profile(test::h100_document(), "h100-sxm.json", recorded_files(), test::dgx_h100());
+}
+
+}  // namespace
+
+TEST_CASE("the recorded raw files are labelled synthetic") {
+  for (const RawFile& raw : recorded_files()) {
+    CHECK(raw.tool == kSyntheticTool);
+    CHECK_THAT(raw.hardware.at("gpu"), Contains("modelled by profile h100-sxm"));
+  }
+}
+
+TEST_CASE("fitting the recorded raw files gives back the profile they were drawn from") {
+  const ProfileFit fit = fit_recorded();
+  const Profile& p = fit.profile;
+  // The recorded files are the shipped h100-sxm profile plus 2% noise (seed 42); tolerances as
+  // derived in kernel_fit_test.cpp and comm_fit_test.cpp.
+  CHECK(p.gpu.compute.at(Dtype::kBf16).gemm_best_flops / 794.5e12 == Approx(1.017).margin(0.018));
+  CHECK(p.gpu.kernel_launch_overhead.us() == Approx(1.0).epsilon(0.05));
+  CHECK(p.comm.nvlink_efficiency == Approx(0.824).epsilon(0.02));
+  CHECK(p.comm.nvls_efficiency == Approx(0.829).epsilon(0.03));
+  CHECK(p.comm.network_efficiency == Approx(0.94).epsilon(0.03));
+  CHECK(fit.document["provenance"]["tool"] == "wallsim calibrate fit 0.1.0");
+  CHECK_THAT(fit.document["provenance"]["source"].get<std::string>(),
+             Contains("not a measurement"));
+}
+
+TEST_CASE("the fit is deterministic: same raw files, same profile text") {
+  CHECK(fit_recorded().document.dump() == fit_recorded().document.dump());
+}
+
+TEST_CASE("the fitted profile predicts the recorded points to within their noise") {
+  const ProfileFit fit = fit_recorded();
+  const auto classes =
+      summarize_residuals(predict_points(fit.profile, test::dgx_h100(), recorded_files()));
+  REQUIRE(classes.size() >= 10);
+  for (const auto& c : classes) {
+    INFO(c.op_class);
+    // Pure 2% noise gives a median |error| of 0.674 · 2% = 1.35%; fitting error adds a little.
+    CHECK(c.median_abs_error < 0.025);
+  }
+}
+
+TEST_CASE("fit errors: collectives without a cluster, a dtype the base lacks, no files") {
+  const auto files = recorded_files();
+  CHECK_THROWS_WITH(fit_profile(test::h100_document(), "b", files, std::nullopt),
+                    Contains("--cluster"));
+  const auto a100 = load_json_file(test::source_file("calibration/profiles/a100-sxm-80gb.json"));
+  CHECK_THROWS_WITH(fit_profile(a100, "a100.json", {files[0]}, std::nullopt),
+                    Contains("fp8"));
+  CHECK_THROWS_AS(fit_profile(test::h100_document(), "b", {}, std::nullopt), InputError);
+}
+
+TEST_CASE("a fit of kernels alone keeps the base's comm section") {
+  const auto files = recorded_files();
+  const ProfileFit fit = fit_profile(test::h100_document(), "b", {files[2]}, std::nullopt);
+  CHECK(fit.document["comm"] == test::h100_document()["comm"]);
+  CHECK(fit.document["gpu"]["gemm"] == test::h100_document()["gpu"]["gemm"]);
+  CHECK(fit.document["gpu"]["kernel_launch_overhead_us"] != 1.0);
+}
