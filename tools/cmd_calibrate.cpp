@@ -73,8 +73,9 @@ std::optional<ClusterSpec> pick_cluster(const std::string& option, const std::st
     std::cerr << "wallsim: collective line rates from " << *file << " (override with --cluster)\n";
     return load_cluster_spec(*file);
   }
-  throw InputError("command line", "--cluster", "",
-                   "collective points need a cluster file (no shipped cluster has GPU " + gpu + ")");
+  throw InputError(
+      "command line", "--cluster", "",
+      "collective points need a cluster file (no shipped cluster has GPU " + gpu + ")");
 }
 
 std::string base_profile_path(const CalibrateOptions& options) {
@@ -100,8 +101,8 @@ int run_fit(const CalibrateOptions& options) {
   std::ofstream out(options.output);
   if (!out) throw InputError("command line", "-o", options.output, "cannot write this file");
   out << fit.document.dump(2) << "\n";
-  std::cout << "wrote " << options.output << ": fitted " << fit.fitted.size()
-            << " values from " << raws.size() << " raw file(s); residuals of the fitted profile:\n";
+  std::cout << "wrote " << options.output << ": fitted " << fit.fitted.size() << " values from "
+            << raws.size() << " raw file(s); residuals of the fitted profile:\n";
   print_report(predict_points(fit.profile, cluster, raws));
   return 0;
 }
@@ -135,14 +136,17 @@ void add_calibrate_command(CLI::App& app, CommandSet& commands) {
                   "Cluster file or shipped name, for line rates (default: the first shipped "
                   "cluster with the base profile's GPU)");
   fit->add_option("-o,--output", options->output, "Where to write the fitted profile")->required();
-  fit->callback([options, &commands] { commands.action = [options] { return run_fit(*options); }; });
+  fit->callback(
+      [options, &commands] { commands.action = [options] { return run_fit(*options); }; });
 
   CLI::App* check = calibrate->add_subcommand(
       "check", "Predict every measured point with a profile and report the errors");
   check->add_option("profile", options->profile, "Calibration profile")
       ->required()
       ->check(CLI::ExistingFile);
-  check->add_option("raw", options->raw_files, "Raw JSON files")->required()->check(CLI::ExistingFile);
+  check->add_option("raw", options->raw_files, "Raw JSON files")
+      ->required()
+      ->check(CLI::ExistingFile);
   check->add_option("--cluster", options->cluster, "Cluster file or shipped name, for line rates");
   check->callback(
       [options, &commands] { commands.action = [options] { return run_check(*options); }; });

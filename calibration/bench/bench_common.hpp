@@ -15,14 +15,14 @@
 
 #include <cuda_runtime.h>
 
-#define BENCH_CHECK_CUDA(call)                                                          \
-  do {                                                                                  \
-    cudaError_t status_ = (call);                                                       \
-    if (status_ != cudaSuccess) {                                                       \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                \
-                   cudaGetErrorString(status_));                                        \
-      std::exit(1);                                                                     \
-    }                                                                                   \
+#define BENCH_CHECK_CUDA(call)                                           \
+  do {                                                                   \
+    cudaError_t status_ = (call);                                        \
+    if (status_ != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
+                   cudaGetErrorString(status_));                         \
+      std::exit(1);                                                      \
+    }                                                                    \
   } while (0)
 
 namespace bench {
@@ -33,13 +33,17 @@ class JsonObject {
   JsonObject& add(const std::string& key, const std::string& value) {
     return raw(key, quote(value));
   }
-  JsonObject& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
+  JsonObject& add(const std::string& key, const char* value) {
+    return add(key, std::string(value));
+  }
   JsonObject& add(const std::string& key, double value) {
     char text[64];
     std::snprintf(text, sizeof text, "%.9g", value);
     return raw(key, text);
   }
-  JsonObject& add(const std::string& key, long long value) { return raw(key, std::to_string(value)); }
+  JsonObject& add(const std::string& key, long long value) {
+    return raw(key, std::to_string(value));
+  }
   JsonObject& add(const std::string& key, int value) { return raw(key, std::to_string(value)); }
   JsonObject& add(const std::string& key, bool value) { return raw(key, value ? "true" : "false"); }
   JsonObject& raw(const std::string& key, const std::string& json) {
@@ -73,7 +77,8 @@ inline std::string version_text(int version) {  // CUDA style: 13000 -> "13.0"
 }
 
 // {"gpu", "driver", "cuda", plus the bench's library versions}.
-inline JsonObject hardware(int device, const std::vector<std::pair<std::string, std::string>>& libs) {
+inline JsonObject hardware(int device,
+                           const std::vector<std::pair<std::string, std::string>>& libs) {
   cudaDeviceProp prop{};
   BENCH_CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
   int driver = 0, runtime = 0;

@@ -8,14 +8,14 @@
 
 #include "bench_common.hpp"
 
-#define BENCH_CHECK_LT(call)                                                               \
-  do {                                                                                     \
-    cublasStatus_t status_ = (call);                                                       \
-    if (status_ != CUBLAS_STATUS_SUCCESS) {                                                \
-      std::fprintf(stderr, "%s:%d: %s: cuBLAS status %d\n", __FILE__, __LINE__, #call,     \
-                   static_cast<int>(status_));                                             \
-      std::exit(1);                                                                        \
-    }                                                                                      \
+#define BENCH_CHECK_LT(call)                                                           \
+  do {                                                                                 \
+    cublasStatus_t status_ = (call);                                                   \
+    if (status_ != CUBLAS_STATUS_SUCCESS) {                                            \
+      std::fprintf(stderr, "%s:%d: %s: cuBLAS status %d\n", __FILE__, __LINE__, #call, \
+                   static_cast<int>(status_));                                         \
+      std::exit(1);                                                                    \
+    }                                                                                  \
   } while (0)
 
 namespace {
@@ -29,7 +29,8 @@ constexpr size_t kWorkspaceBytes = size_t{64} << 20;
 // Finite pseudo-random values: bf16 in [-1, 1); fp8 e4m3 bytes with the exponent kept below
 // the NaN/large range.
 __global__ void fill_kernel(unsigned char* data, size_t bytes, bool fp8) {
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < bytes / 2; i += gridDim.x * blockDim.x) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < bytes / 2;
+       i += gridDim.x * blockDim.x) {
     unsigned h = static_cast<unsigned>(i) * 2654435761u;
     h ^= h >> 13;
     if (fp8) {
@@ -43,8 +44,10 @@ __global__ void fill_kernel(unsigned char* data, size_t bytes, bool fp8) {
 
 void set_batch(cublasLtMatrixLayout_t layout, long long batch, long long stride) {
   int count = static_cast<int>(batch);
-  BENCH_CHECK_LT(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
-  BENCH_CHECK_LT(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+  BENCH_CHECK_LT(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                  &count, sizeof count));
+  BENCH_CHECK_LT(cublasLtMatrixLayoutSetAttribute(
+      layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
 }
 
 // Median seconds of one GEMM of `s`; a negative value when cuBLASLt has no algorithm for it.
@@ -61,8 +64,10 @@ double time_gemm(cublasLtHandle_t lt, const Shape& s, bool fp8, void* workspace)
   cublasLtMatmulDesc_t op;
   BENCH_CHECK_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
-  BENCH_CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa));
-  BENCH_CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb));
+  BENCH_CHECK_LT(
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa));
+  BENCH_CHECK_LT(
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb));
   cublasLtMatrixLayout_t la, lb, ld;
   BENCH_CHECK_LT(cublasLtMatrixLayoutCreate(&la, in_type, s.k, s.m, s.k));
   BENCH_CHECK_LT(cublasLtMatrixLayoutCreate(&lb, in_type, s.k, s.n, s.k));
@@ -74,7 +79,8 @@ double time_gemm(cublasLtHandle_t lt, const Shape& s, bool fp8, void* workspace)
   }
   cublasLtMatmulPreference_t pref;
   BENCH_CHECK_LT(cublasLtMatmulPreferenceCreate(&pref));
-  BENCH_CHECK_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspaceBytes, sizeof kWorkspaceBytes));
+  BENCH_CHECK_LT(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspaceBytes, sizeof kWorkspaceBytes));
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &heuristic, &found);
@@ -158,8 +164,8 @@ int main(int argc, char** argv) {
     for (const Shape& s : shapes) {
       const double t = time_gemm(lt, s, fp8, workspace);
       if (t <= 0) {
-        std::fprintf(stderr, "gemm_bench: no cuBLASLt algorithm for %lldx%lldx%lld x%lld %s\n",
-                     s.m, s.n, s.k, s.batch, fp8 ? "fp8" : "bf16");
+        std::fprintf(stderr, "gemm_bench: no cuBLASLt algorithm for %lldx%lldx%lld x%lld %s\n", s.m,
+                     s.n, s.k, s.batch, fp8 ? "fp8" : "bf16");
         continue;
       }
       bench::JsonObject p;
@@ -169,7 +175,8 @@ int main(int argc, char** argv) {
     }
   }
   const std::string cublas = std::to_string(cublasLtGetVersion());
-  bench::write_raw(flags.out, "gemm_bench", bench::hardware(0, {{"cublas", cublas}}), "gemm", points);
+  bench::write_raw(flags.out, "gemm_bench", bench::hardware(0, {{"cublas", cublas}}), "gemm",
+                   points);
   cublasLtDestroy(lt);
   return 0;
 }

@@ -20,8 +20,8 @@ __global__ void copy_kernel(const uint4* __restrict__ in, uint4* __restrict__ ou
 }
 
 // Residual add y = a + b: reads 2, writes 1.
-__global__ void residual_kernel(const __nv_bfloat162* a, const __nv_bfloat162* b,
-                                __nv_bfloat162* y, size_t n) {
+__global__ void residual_kernel(const __nv_bfloat162* a, const __nv_bfloat162* b, __nv_bfloat162* y,
+                                size_t n) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     y[i] = __hadd2(a[i], b[i]);
   }
@@ -53,7 +53,8 @@ __global__ void rmsnorm_kernel(const __nv_bfloat16* x, __nv_bfloat16* y, int wid
   }
   const float scale = rsqrtf(partial[0] / width + 1e-6f);
   for (int i = threadIdx.x; i < width; i += blockDim.x) {
-    y[static_cast<size_t>(blockIdx.x) * width + i] = __float2bfloat16(__bfloat162float(row[i]) * scale);
+    y[static_cast<size_t>(blockIdx.x) * width + i] =
+        __float2bfloat16(__bfloat162float(row[i]) * scale);
   }
 }
 
@@ -101,12 +102,15 @@ int main(int argc, char** argv) {
                                                      (__nv_bfloat16*)c, n2);
     };
     const int width = 4096, rows = static_cast<int>(std::max<size_t>(1, n2 / width));
-    auto norm = [&] { rmsnorm_kernel<<<rows, kThreads>>>((__nv_bfloat16*)a, (__nv_bfloat16*)c, width); };
-    points.push_back(point("copy", "copy", 2.0 * buffer, bench::median_time_s(copy, 3, 10, kInner)));
+    auto norm = [&] {
+      rmsnorm_kernel<<<rows, kThreads>>>((__nv_bfloat16*)a, (__nv_bfloat16*)c, width);
+    };
+    points.push_back(
+        point("copy", "copy", 2.0 * buffer, bench::median_time_s(copy, 3, 10, kInner)));
     points.push_back(point("elementwise", "residual_add", 3.0 * buffer,
                            bench::median_time_s(residual, 3, 10, kInner)));
-    points.push_back(point("elementwise", "swiglu", 3.0 * buffer,
-                           bench::median_time_s(swiglu, 3, 10, kInner)));
+    points.push_back(
+        point("elementwise", "swiglu", 3.0 * buffer, bench::median_time_s(swiglu, 3, 10, kInner)));
     points.push_back(point("elementwise", "rmsnorm", 2.0 * rows * width * 2,
                            bench::median_time_s(norm, 3, 10, kInner)));
   }

@@ -20,12 +20,12 @@ using SeriesKey = std::tuple<int, int, int, int, int>;  // op, algorithm, protoc
 
 bool below_plateau(const CollectivePoint& p, int ring_channels) {
   return p.op == CollectiveOp::kAllReduce && p.algorithm == Algorithm::kRing &&
-         p.protocol == Protocol::kSimple && p.nodes > 1 &&
-         p.bytes / (ring_channels * p.ranks) < 64;
+         p.protocol == Protocol::kSimple && p.nodes > 1 && p.bytes / (ring_channels * p.ranks) < 64;
 }
 
-std::vector<const CollectiveSeries*> select(const std::vector<CollectiveSeries>& all,
-                                            const std::function<bool(const CollectiveSeries&)>& keep) {
+std::vector<const CollectiveSeries*> select(
+    const std::vector<CollectiveSeries>& all,
+    const std::function<bool(const CollectiveSeries&)>& keep) {
   std::vector<const CollectiveSeries*> out;
   for (const auto& s : all) {
     if (keep(s)) out.push_back(&s);
@@ -34,7 +34,8 @@ std::vector<const CollectiveSeries*> select(const std::vector<CollectiveSeries>&
 }
 
 bool is_ring_intra(const CollectiveSeries& s, int protocol) {
-  return s.algorithm == Algorithm::kRing && s.nodes == 1 && static_cast<int>(s.protocol) == protocol;
+  return s.algorithm == Algorithm::kRing && s.nodes == 1 &&
+         static_cast<int>(s.protocol) == protocol;
 }
 
 int ring_steps(CollectiveOp op, int ranks) {
@@ -64,7 +65,8 @@ void fit_ring_intra_latency(const std::vector<const CollectiveSeries*>& series, 
   } else {
     ring.nvlink_us[p] = std::max(0.0, (median(alphas) - ring.base_us[p]) / steps.front());
   }
-  fit.fitted.push_back(std::string("latency_us.ring.{base,nvlink}[") + protocol_name(Protocol(p)) + "]");
+  fit.fitted.push_back(std::string("latency_us.ring.{base,nvlink}[") + protocol_name(Protocol(p)) +
+                       "]");
 }
 
 void fit_ring_intra(const std::vector<CollectiveSeries>& all, double nvlink_GBps, CommFit& fit) {
@@ -149,24 +151,28 @@ void fit_ring_inter(const std::vector<CollectiveSeries>& all, const ClusterSpec&
     return s.algorithm == Algorithm::kRing && s.nodes > 1 && s.per_node() > 1 &&
            s.ranks % s.nodes == 0;
   };
-  const auto simple = select(all, [&](const auto& s) { return multi(s) && s.protocol == Protocol::kSimple; });
+  const auto simple =
+      select(all, [&](const auto& s) { return multi(s) && s.protocol == Protocol::kSimple; });
   if (!simple.empty()) {
     // Each GPU sends 1/ppn of its ring traffic over its own NIC (plan_builders.cpp), so the
     // bus bandwidth is ppn NICs' worth.
     std::vector<double> per_nic;
     for (const auto* s : simple) per_nic.push_back(s->busbw_GBps / s->per_node());
-    c.network_efficiency = std::clamp(median(per_nic) / (cluster.nic.bandwidth_Gbps / 8), 0.01, 1.0);
+    c.network_efficiency =
+        std::clamp(median(per_nic) / (cluster.nic.bandwidth_Gbps / 8), 0.01, 1.0);
     fit.fitted.push_back("network_efficiency");
   }
   for (int p = 0; p < kProtocolCount; ++p) {
-    const auto series = select(all, [&](const auto& s) { return multi(s) && static_cast<int>(s.protocol) == p; });
+    const auto series =
+        select(all, [&](const auto& s) { return multi(s) && static_cast<int>(s.protocol) == p; });
     if (series.empty()) continue;
     std::vector<double> net;
     for (const auto* s : series) net.push_back(ring_net_step_us(*s, c));
     c.ring.net_us[p] = std::max(0.0, median(net));
     fit.fitted.push_back(std::string("latency_us.ring.net[") + protocol_name(Protocol(p)) + "]");
     if (p == kLL) {
-      for (const auto* s : series) c.ring_ll_max_bus_GBps[node_count_index(s->nodes)] = s->busbw_GBps;
+      for (const auto* s : series)
+        c.ring_ll_max_bus_GBps[node_count_index(s->nodes)] = s->busbw_GBps;
     }
   }
 }

@@ -10,7 +10,9 @@ namespace wallsim {
 // Quantile q in [0, 1] of `values` with linear interpolation between order statistics
 // (type 7 of Hyndman & Fan, the default of R and NumPy). std::invalid_argument when empty.
 double quantile(std::vector<double> values, double q);
-inline double median(std::vector<double> values) { return quantile(std::move(values), 0.5); }
+inline double median(std::vector<double> values) {
+  return quantile(std::move(values), 0.5);
+}
 
 // Least-squares isotonic (non-decreasing) fit of `values` with equal weights: the
 // pool-adjacent-violators algorithm (Ayer et al. 1955; Barlow et al., "Statistical Inference

@@ -109,7 +109,8 @@ std::vector<AttentionTable> fit_attention(const std::vector<AttentionPoint>& poi
   std::vector<AttentionTable> tables;
   for (const auto& [key, by_seq] : samples) {
     std::vector<CurvePoint> curve;
-    for (const auto& [seq, rates] : by_seq) curve.push_back({static_cast<double>(seq), median(rates)});
+    for (const auto& [seq, rates] : by_seq)
+      curve.push_back({static_cast<double>(seq), median(rates)});
     tables.push_back(AttentionTable{static_cast<AttentionPass>(std::get<0>(key)), std::get<1>(key),
                                     static_cast<double>(std::get<2>(key)), LogCurve(curve)});
   }

@@ -16,8 +16,8 @@
 namespace wallsim {
 
 struct MemoryFit {
-  double launch_overhead_us = 0;  // intercept of time = launch + bytes / bandwidth
-  double streaming_Bps = 0;       // 1 / slope: the large-transfer bandwidth
+  double launch_overhead_us = 0;           // intercept of time = launch + bytes / bandwidth
+  double streaming_Bps = 0;                // 1 / slope: the large-transfer bandwidth
   std::vector<CurvePoint> hbm_efficiency;  // fraction of the peak by bytes, non-decreasing
 };
 

@@ -90,10 +90,12 @@ nlohmann::json table_json(const AttentionTable& table) {
 void apply_attention(const std::vector<AttentionTable>& fitted, Patch& patch) {
   nlohmann::json& attention = patch.document["gpu"]["attention"];
   std::set<std::pair<std::string, bool>> measured;
-  for (const auto& t : fitted) measured.insert({std::string(attention_pass_name(t.pass)), t.causal});
+  for (const auto& t : fitted)
+    measured.insert({std::string(attention_pass_name(t.pass)), t.causal});
   nlohmann::json tables = nlohmann::json::array();
   for (const auto& t : attention["tables"]) {
-    if (!measured.count({t["pass"].get<std::string>(), t["causal"].get<bool>()})) tables.push_back(t);
+    if (!measured.count({t["pass"].get<std::string>(), t["causal"].get<bool>()}))
+      tables.push_back(t);
   }
   for (const auto& t : fitted) tables.push_back(table_json(t));
   attention["tables"] = tables;
@@ -101,7 +103,9 @@ void apply_attention(const std::vector<AttentionTable>& fitted, Patch& patch) {
   patch.gpu_source("attention");
 }
 
-nlohmann::json per_protocol(const PerProtocol& v) { return {v[0], v[1], v[2]}; }
+nlohmann::json per_protocol(const PerProtocol& v) {
+  return {v[0], v[1], v[2]};
+}
 
 void write_comm(const CommProfile& c, nlohmann::json& comm) {
   comm["nvlink_efficiency"] = c.nvlink_efficiency;
@@ -179,10 +183,12 @@ void write_provenance(const std::vector<RawFile>& raws, const std::string& base_
 }  // namespace
 
 ProfileFit fit_profile(const nlohmann::json& base_document, const std::string& base_where,
-                       const std::vector<RawFile>& raws, const std::optional<ClusterSpec>& cluster) {
+                       const std::vector<RawFile>& raws,
+                       const std::optional<ClusterSpec>& cluster) {
   if (raws.empty()) throw InputError("command line", "", "", "no raw files to fit");
   const Profile base = parse_profile(base_document, base_where);
-  Patch patch{base_document, "fitted by " + std::string(kFitTool) + " from " + describe_raws(raws), {}};
+  Patch patch{
+      base_document, "fitted by " + std::string(kFitTool) + " from " + describe_raws(raws), {}};
   const Points points = gather(raws);
   fit_kernels(points, base_where, patch);
   if (!points.collective.empty()) {

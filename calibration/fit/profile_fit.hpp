@@ -20,8 +20,8 @@
 namespace wallsim {
 
 struct ProfileFit {
-  nlohmann::json document;  // the fitted profile, ready to write
-  Profile profile;          // the same, parsed
+  nlohmann::json document;          // the fitted profile, ready to write
+  Profile profile;                  // the same, parsed
   std::vector<std::string> fitted;  // keys the data determined ("gpu.gemm.best_tflops.bf16", ...)
 };
 

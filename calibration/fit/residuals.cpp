@@ -22,8 +22,7 @@ std::string shape_label(const GemmShape& s) {
 std::string shape_label(const AttentionShape& s) {
   return "b" + std::to_string(s.batch) + " h" + std::to_string(s.heads) + "/" +
          std::to_string(s.kv_heads) + " s" + std::to_string(s.seq_q) + "/" +
-         std::to_string(s.seq_kv) + " d" + std::to_string(s.head_dim) +
-         (s.causal ? " causal" : "");
+         std::to_string(s.seq_kv) + " d" + std::to_string(s.head_dim) + (s.causal ? " causal" : "");
 }
 
 void predict_kernels(const GpuModel& gpu, const RawFile& raw, std::vector<PointResidual>& out) {
@@ -79,8 +78,8 @@ void predict_collectives(const CommProfile& comm, Topologies& topologies, const 
                          std::vector<PointResidual>& out) {
   for (const CollectivePoint& p : raw.collective) {
     const Topology& topology = topologies.nodes(p.nodes);
-    const auto result = run_collective("analytical", topology, comm,
-                                       request_of(p, topology.spec().gpus_per_node));
+    const auto result =
+        run_collective("analytical", topology, comm, request_of(p, topology.spec().gpus_per_node));
     out.push_back({std::string(op_name(p.op)) + (p.nodes > 1 ? " inter" : " intra"),
                    std::string(algorithm_name(p.algorithm)) + "/" + protocol_name(p.protocol) +
                        " n" + std::to_string(p.ranks) + " " +
@@ -133,8 +132,8 @@ std::vector<ClassResiduals> summarize_residuals(const std::vector<PointResidual>
 
 void print_residuals(std::ostream& out, const std::vector<ClassResiduals>& classes) {
   char line[256];
-  std::snprintf(line, sizeof line, "%-26s %7s %10s %10s  %s\n", "op class", "points",
-                "median|e|", "max|e|", "worst points (relative error)");
+  std::snprintf(line, sizeof line, "%-26s %7s %10s %10s  %s\n", "op class", "points", "median|e|",
+                "max|e|", "worst points (relative error)");
   out << line;
   for (const ClassResiduals& c : classes) {
     std::snprintf(line, sizeof line, "%-26s %7d %9.2f%% %9.2f%%  ", c.op_class.c_str(), c.points,

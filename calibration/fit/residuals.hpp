@@ -14,8 +14,9 @@
 namespace wallsim {
 
 struct PointResidual {
-  std::string op_class;  // "gemm bf16", "attention backward", "memory copy", "all_reduce intra", ...
-  std::string label;     // the point, e.g. "8192x8192x8192 x1"
+  std::string
+      op_class;       // "gemm bf16", "attention backward", "memory copy", "all_reduce intra", ...
+  std::string label;  // the point, e.g. "8192x8192x8192 x1"
   double measured_s = 0;
   double predicted_s = 0;
   double relative_error() const { return (predicted_s - measured_s) / measured_s; }

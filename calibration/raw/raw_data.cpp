@@ -35,7 +35,7 @@ AttentionPoint read_attention(JsonObject& point) {
   s.head_dim = point.integer("head_dim", 1, 4096);
   s.causal = point.boolean("causal");
   out.pass = point.choice("pass", {"forward", "backward"}) == "forward" ? AttentionPass::kForward
-                                                                         : AttentionPass::kBackward;
+                                                                        : AttentionPass::kBackward;
   out.time_s = point.positive("time_s");
   return out;
 }
@@ -127,7 +127,9 @@ std::map<std::string, std::string> read_hardware(const JsonNode& node) {
 
 }  // namespace
 
-const char* raw_kind_name(RawKind kind) { return kKindNames[static_cast<int>(kind)]; }
+const char* raw_kind_name(RawKind kind) {
+  return kKindNames[static_cast<int>(kind)];
+}
 const char* memory_kernel_name(MemoryKernel kernel) {
   return kMemoryNames[static_cast<int>(kernel)];
 }
@@ -154,21 +156,28 @@ RawFile parse_raw_file(const nlohmann::json& document, const std::string& where)
   return raw;
 }
 
-RawFile load_raw_file(const std::string& path) { return parse_raw_file(load_json_file(path), path); }
+RawFile load_raw_file(const std::string& path) {
+  return parse_raw_file(load_json_file(path), path);
+}
 
 namespace {
 
 nlohmann::json point_json(const GemmPoint& p) {
-  return {{"m", p.shape.m},         {"n", p.shape.n},
-          {"k", p.shape.k},         {"batch", p.shape.batch},
-          {"dtype", dtype_name(p.dtype)}, {"time_s", p.time_s}};
+  return {{"m", p.shape.m},
+          {"n", p.shape.n},
+          {"k", p.shape.k},
+          {"batch", p.shape.batch},
+          {"dtype", dtype_name(p.dtype)},
+          {"time_s", p.time_s}};
 }
 
 nlohmann::json point_json(const AttentionPoint& p) {
   const AttentionShape& s = p.shape;
-  return {{"batch", s.batch},       {"heads", s.heads},       {"kv_heads", s.kv_heads},
-          {"seq_q", s.seq_q},       {"seq_kv", s.seq_kv},     {"head_dim", s.head_dim},
-          {"causal", s.causal},     {"pass", attention_pass_name(p.pass)}, {"time_s", p.time_s}};
+  return {{"batch", s.batch},       {"heads", s.heads},
+          {"kv_heads", s.kv_heads}, {"seq_q", s.seq_q},
+          {"seq_kv", s.seq_kv},     {"head_dim", s.head_dim},
+          {"causal", s.causal},     {"pass", attention_pass_name(p.pass)},
+          {"time_s", p.time_s}};
 }
 
 nlohmann::json point_json(const MemoryPoint& p) {
@@ -201,7 +210,7 @@ nlohmann::json raw_file_to_json(const RawFile& raw) {
   append_points(points, raw.attention);
   append_points(points, raw.memory);
   append_points(points, raw.collective);
-  return {{"tool", raw.tool},         {"version", raw.version}, {"date", raw.date},
+  return {{"tool", raw.tool},         {"version", raw.version},          {"date", raw.date},
           {"hardware", raw.hardware}, {"kind", raw_kind_name(raw.kind)}, {"points", points}};
 }
 

@@ -53,7 +53,9 @@ std::vector<GemmShape> gemm_shapes() {
   }
   for (std::int64_t tp : {1, 2}) {
     for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{6144 / tp, 4096},
-                        {4096, 4096 / tp}, {28672 / tp, 4096}, {4096, 14336 / tp}}) {
+                        {4096, 4096 / tp},
+                        {28672 / tp, 4096},
+                        {4096, 14336 / tp}}) {
       shapes.push_back({8192, n, k});  // forward
       shapes.push_back({8192, k, n});  // data gradient
       shapes.push_back({k, n, 8192});  // weight gradient
@@ -93,11 +95,12 @@ RawFile synth_attention(const GpuModel& gpu, const Profile& profile,
         for (std::int64_t seq : {512, 1024, 2048, 4096, 8192, 16384}) {
           for (std::int64_t split : {1, 2}) {
             const std::int64_t heads = 2048 / head_dim / split;
-            const AttentionShape shape{16384 / seq * split, heads, heads / 4, seq, seq, head_dim,
-                                       causal};
+            const AttentionShape shape{
+                16384 / seq * split, heads, heads / 4, seq, seq, head_dim, causal};
             const Time t = pass == AttentionPass::kForward ? gpu.attention_forward(shape, sms)
                                                            : gpu.attention_backward(shape, sms);
-            raw.attention.push_back({shape, pass, noise.perturb(t.seconds(), options.relative_noise)});
+            raw.attention.push_back(
+                {shape, pass, noise.perturb(t.seconds(), options.relative_noise)});
           }
         }
       }
@@ -168,13 +171,13 @@ RawFile synth_collective(const Profile& profile, const ClusterSpec& cluster,
     const Topology topology(cluster, s.nodes * cluster.gpus_per_node);
     CollectiveRequest request{s.op, {}, 0, s.algorithm, s.protocol};
     for (int node = 0; node < s.nodes; ++node) {
-      for (int i = 0; i < s.ranks_per_node; ++i) request.ranks.push_back(node * cluster.gpus_per_node + i);
+      for (int i = 0; i < s.ranks_per_node; ++i)
+        request.ranks.push_back(node * cluster.gpus_per_node + i);
     }
     for (int log2_bytes = 10; log2_bytes <= 30; log2_bytes += 2) {
       request.bytes = std::exp2(log2_bytes);
       const auto result = run_collective("analytical", topology, profile.comm, request);
-      raw.collective.push_back({s.op, result.ranks, s.nodes, request.bytes, s.algorithm,
-                                s.protocol,
+      raw.collective.push_back({s.op, result.ranks, s.nodes, request.bytes, s.algorithm, s.protocol,
                                 noise.perturb(result.time.seconds(), options.relative_noise)});
     }
   }

@@ -32,8 +32,10 @@ int main(int argc, char** argv) {
       nlohmann::json document = wallsim::raw_file_to_json(raw);
       document["notes"] = "SYNTHETIC, not a measurement: times predicted by wallsim from " +
                           profile_path + " on " + cluster_path + ", times (1 + " +
-                          std::to_string(options.relative_noise) + " z), z standard normal from "
-                          "std::mt19937_64 seed " + std::to_string(options.seed) +
+                          std::to_string(options.relative_noise) +
+                          " z), z standard normal from "
+                          "std::mt19937_64 seed " +
+                          std::to_string(options.seed) +
                           " (Box-Muller), clamped to +-3; written by wallsim_synth_raw";
       const std::string path = prefix + "." + wallsim::raw_kind_name(raw.kind) + ".raw.json";
       std::ofstream(path) << wallsim::raw_document_text(document);

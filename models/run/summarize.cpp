@@ -115,6 +115,8 @@ RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepP
   const RankTrace& trace = replay.ranks[critical];
   const double ideal_s = program.model_flops[critical] / s.peak_flops_per_gpu;
   s.time = attribute_time(graph, trace, Streams::kCompute, replay.end, ideal_s);
+  const auto by_category = compute_time_by_category(graph, trace, Streams::kCompute);
+  for (int kind = 0; kind < 4; ++kind) s.time.compute_by_kind_s[kind] = by_category[kind];
   const auto worst = std::max_element(
       s.per_stage.begin(), s.per_stage.end(),
       [](const auto& a, const auto& b) { return a.peak < b.peak; });

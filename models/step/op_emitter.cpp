@@ -74,6 +74,27 @@ OpIndex OpEmitter::gemm(std::string_view name, const GemmShape& shape, const Dep
                      gemm_deps);
 }
 
+OpIndex OpEmitter::gemm_piece(std::string_view name, const GemmShape& whole, std::int64_t rows,
+                              bool first_piece, const Deps& deps) {
+  const GemmShape piece{rows, whole.n, whole.k, whole.batch};
+  Deps gemm_deps = deps;
+  if (gemm_dtype_ == Dtype::kFp8) {
+    const std::string base(name);
+    memory_bound(base + " cast a",
+                 kFp8CastBytesPerElement * elements(piece.m, piece.k, piece.batch), deps);
+    if (first_piece) {
+      memory_bound(base + " cast b",
+                   kFp8CastBytesPerElement * elements(whole.k, whole.n, whole.batch));
+    }
+    gemm_deps.clear();
+  }
+  const KernelTime full = timer_.gemm(whole, gemm_dtype_);
+  const double share = static_cast<double>(rows) / static_cast<double>(whole.m);
+  const KernelTime time{Time::from_seconds(full.alone.seconds() * share),
+                        Time::from_seconds(full.contended.seconds() * share)};
+  return add_compute(name, OpCategory::kGemm, time, gemm_flops(piece), gemm_deps);
+}
+
 OpIndex OpEmitter::attention(std::string_view name, const std::vector<AttentionShape>& shapes,
                              bool backward, const Deps& deps) {
   KernelTime total{Time::zero(), Time::zero()};
@@ -103,16 +124,19 @@ OpIndex OpEmitter::collective(std::string_view name, CollectiveOp op_kind, doubl
 }
 
 OpIndex OpEmitter::send(std::string_view name, RankIndex peer, double bytes, StreamIndex stream,
-                        const Deps& deps) {
+                        std::uint16_t tag, const Deps& deps) {
   Op op = tagged(OpKind::kSend, OpCategory::kPp, stream);
   op.peer = peer;
+  op.tag = tag;
   op.payload = payloads_.index(CollectiveOp::kSendRecv, bytes);
   return add(std::move(op), name, deps);
 }
 
-OpIndex OpEmitter::recv(std::string_view name, RankIndex peer, double bytes, StreamIndex stream) {
+OpIndex OpEmitter::recv(std::string_view name, RankIndex peer, double bytes, StreamIndex stream,
+                        std::uint16_t tag) {
   Op op = tagged(OpKind::kRecv, OpCategory::kPp, stream);
   op.peer = peer;
+  op.tag = tag;
   op.payload = payloads_.index(CollectiveOp::kSendRecv, bytes);
   return add(std::move(op), name, {});
 }

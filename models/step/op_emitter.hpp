@@ -51,6 +51,12 @@ class OpEmitter {
   // A GEMM in the training precision; with fp8 each input is first cast from bf16
   // (one memory-bound kernel per input: read 2 bytes, write 1 per element).
   OpIndex gemm(std::string_view name, const GemmShape& shape, const Deps& deps = {});
+  // `rows` rows of a GEMM that communication overlap splits along M (Transformer Engine's
+  // userbuffer overlap): the pieces run back to back at the efficiency of the whole GEMM, so a
+  // piece takes its share of the whole GEMM's time (splitting does not re-pay wave or size
+  // losses). With fp8 the weight is cast once, with the first piece.
+  OpIndex gemm_piece(std::string_view name, const GemmShape& whole, std::int64_t rows,
+                     bool first_piece, const Deps& deps = {});
   // Flash attention in bf16; `shapes` are the kernel calls one op stands for (context
   // parallelism splits a rank's attention into blocks), timed and counted together.
   OpIndex attention(std::string_view name, const std::vector<AttentionShape>& shapes, bool backward,
@@ -61,9 +67,12 @@ class OpEmitter {
   OpIndex collective(std::string_view name, CollectiveOp op, double bytes, GroupIndex group,
                      OpCategory category, StreamIndex stream, const Deps& deps,
                      bool occupies_sms = true);
+  // Pipeline transfers; `tag` keeps activations and gradients between the same two ranks
+  // apart (with pp = 2 both flow both ways).
   OpIndex send(std::string_view name, RankIndex peer, double bytes, StreamIndex stream,
-               const Deps& deps);
-  OpIndex recv(std::string_view name, RankIndex peer, double bytes, StreamIndex stream);
+               std::uint16_t tag, const Deps& deps);
+  OpIndex recv(std::string_view name, RankIndex peer, double bytes, StreamIndex stream,
+               std::uint16_t tag);
 
   // Memory the next compute op allocates at its start / frees at its end (bytes; adds up).
   void allocate_on_next(double bytes) { pending_alloc_bytes_ += bytes; }

@@ -10,6 +10,10 @@ Deps joined(Deps a, const Deps& b) {
   return a;
 }
 
+// Activations and gradients travel on separate tags: with pp = 2 (or interleaving's wrap-around)
+// both flow between the same two ranks in the same direction.
+std::uint16_t transfer_tag(bool forward_pass) { return forward_pass ? 0 : 1; }
+
 }  // namespace
 
 PipelineOps::PipelineOps(OpEmitter& emit, LayerOps& layers, DataParallelOps& data_parallel,
@@ -50,7 +54,7 @@ Deps PipelineOps::receive(std::int64_t microbatch, bool forward_pass, RankIndex 
   t.prefix = "pp";
   emit_.set_tag(std::move(t));
   return {emit_.recv(forward_pass ? "recv activation" : "recv gradient", peer,
-                     setting_.transfer_bytes, stream)};
+                     setting_.transfer_bytes, stream, transfer_tag(forward_pass))};
 }
 
 void PipelineOps::send(std::int64_t microbatch, bool forward_pass, RankIndex peer,
@@ -63,7 +67,7 @@ void PipelineOps::send(std::int64_t microbatch, bool forward_pass, RankIndex pee
   t.prefix = "pp";
   emit_.set_tag(std::move(t));
   emit_.send(forward_pass ? "send activation" : "send gradient", peer, setting_.transfer_bytes,
-             stream, after);
+             stream, transfer_tag(forward_pass), after);
 }
 
 Deps PipelineOps::parameters_for(std::int64_t microbatch, std::int64_t chunk, std::int64_t module,

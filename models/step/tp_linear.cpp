@@ -58,9 +58,10 @@ std::pair<OpIndex, OpIndex> TpLinear::ring_gathered_gemm(const std::string& gemm
                                collective_bytes_ / static_cast<double>(tp_.tp), producer,
                                /*occupies_sms=*/false));
   }
-  OpIndex last_gemm = emit_.gemm(piece_name(gemm_name, 0), {rows[0], shape.n, shape.k}, deps);
+  OpIndex last_gemm = emit_.gemm_piece(piece_name(gemm_name, 0), shape, rows[0], true, deps);
   for (std::size_t i = 1; i < rows.size(); ++i) {
-    last_gemm = emit_.gemm(piece_name(gemm_name, i), {rows[i], shape.n, shape.k}, {steps[i - 1]});
+    last_gemm =
+        emit_.gemm_piece(piece_name(gemm_name, i), shape, rows[i], false, {steps[i - 1]});
   }
   return {last_gemm, steps.empty() ? last_gemm : steps.back()};
 }
@@ -90,8 +91,8 @@ OpIndex TpLinear::pipelined_reduce_scatter(const std::string& name, const GemmSh
   const auto rows = split_rows(shape.m, kPipelineSplits);
   OpIndex last = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const OpIndex gemm = emit_.gemm(piece_name(name + " fwd", i), {rows[i], shape.n, shape.k},
-                                    i == 0 ? deps : Deps{});
+    const OpIndex gemm = emit_.gemm_piece(piece_name(name + " fwd", i), shape, rows[i], i == 0,
+                                          i == 0 ? deps : Deps{});
     const double share = static_cast<double>(rows[i]) / static_cast<double>(shape.m);
     last = collective(piece_name(name + " rs", i), CollectiveOp::kReduceScatter,
                       collective_bytes_ * share, {gemm});

@@ -21,8 +21,8 @@ using GroupIndex = std::uint32_t;  // a communication group (Replay's group tabl
 enum class OpKind : std::uint8_t {
   kCompute,     // runs for `duration` on its stream
   kCollective,  // starts when every member of `group` has reached it; ends when the network says
-  kSend,        // one side of a transfer to `peer`; matched with the peer's kRecv
-  kRecv,        // one side of a transfer from `peer`
+  kSend,        // one side of a transfer to `peer`; matched with the peer's kRecv of its tag
+  kRecv,        // one side of a transfer from `peer` with `tag`
 };
 
 struct Op {
@@ -41,6 +41,7 @@ struct Op {
   GroupIndex group = 0;       // kCollective: index into the replay's groups
   std::uint32_t payload = 0;  // what to move: an index the CommService understands
   RankIndex peer = 0;         // kSend / kRecv: the other rank
+  std::uint16_t tag = 0;      // kSend / kRecv: sends match receives of the same tag only
   bool occupies_sms = true;   // a communication kernel on SMs (false: copy engine)
   double flops = 0;           // compute ops: arithmetic done, for reports
 

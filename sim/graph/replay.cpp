@@ -59,7 +59,7 @@ struct Replay::State : replay_detail::State {
   void build_rank(RankIndex rank, const OpGraph& graph);
   std::uint32_t link_of(RankIndex rank, const OpGraph& graph, OpIndex index,
                         std::map<GroupIndex, std::uint32_t>& slots);
-  std::uint32_t channel_of(RankIndex src, RankIndex dst);
+  std::uint32_t channel_of(RankIndex src, RankIndex dst, std::uint16_t tag);
 
   void issue_all_heads();
   void issue_if_ready(RankIndex rank, OpIndex index);
@@ -75,7 +75,7 @@ struct Replay::State : replay_detail::State {
   void change_memory(RankIndex rank, double delta_bytes);
 
   // Channel lookup during construction only; the hot path uses the per-op link.
-  std::map<std::pair<RankIndex, RankIndex>, std::uint32_t> channel_index;
+  std::map<std::tuple<RankIndex, RankIndex, std::uint16_t>, std::uint32_t> channel_index;
 };
 
 // ---- construction: dense tables, validated once -------------------------------------------
@@ -141,12 +141,13 @@ std::uint32_t Replay::State::link_of(RankIndex rank, const OpGraph& graph, OpInd
     throw std::invalid_argument(where(rank, graph, index) + ": invalid peer " +
                                 std::to_string(op.peer));
   }
-  return op.kind == OpKind::kSend ? channel_of(rank, op.peer) : channel_of(op.peer, rank);
+  return op.kind == OpKind::kSend ? channel_of(rank, op.peer, op.tag)
+                                  : channel_of(op.peer, rank, op.tag);
 }
 
-std::uint32_t Replay::State::channel_of(RankIndex src, RankIndex dst) {
-  const auto [it, inserted] =
-      channel_index.emplace(std::pair(src, dst), static_cast<std::uint32_t>(channels.size()));
+std::uint32_t Replay::State::channel_of(RankIndex src, RankIndex dst, std::uint16_t tag) {
+  const auto [it, inserted] = channel_index.emplace(std::tuple(src, dst, tag),
+                                                    static_cast<std::uint32_t>(channels.size()));
   if (inserted) {
     channels.emplace_back();
     channels.back().src = src;

@@ -33,6 +33,8 @@ struct TimeSplit {
   std::array<double, kCommGroupCount> exposed_comm_s{};  // compute stream waiting on comm
   double bubble_s = 0;                // compute stream waiting on other pipeline stages
   double other_s = 0;                 // the rest (launch gaps, waiting on peers' compute)
+  // compute_s by kind: gemm, attention, elementwise, optimizer
+  std::array<double, 4> compute_by_kind_s{};
   double exposed_comm_total() const;
 };
 

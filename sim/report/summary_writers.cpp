@@ -28,7 +28,12 @@ json time_json(const TimeSplit& time) {
   for (int g = 0; g < kCommGroupCount; ++g) {
     exposed[comm_group_name(static_cast<CommGroup>(g))] = time.exposed_comm_s[g];
   }
+  const json by_kind = {{"gemm", time.compute_by_kind_s[0]},
+                        {"attention", time.compute_by_kind_s[1]},
+                        {"elementwise", time.compute_by_kind_s[2]},
+                        {"optimizer", time.compute_by_kind_s[3]}};
   return {{"step_s", time.step_s},
+          {"compute_by_kind_s", by_kind},
           {"ideal_s", time.ideal_s},
           {"compute_s", time.compute_s},
           {"compute_inefficiency_s", time.compute_inefficiency_s},
@@ -114,6 +119,10 @@ void write_summary_text(const RunSummary& s, std::ostream& out) {
   out << line("    ideal compute          %9.3f s  %5.1f%%\n", t.ideal_s, 100 * t.ideal_s / step);
   out << line("    compute inefficiency   %9.3f s  %5.1f%%\n", t.compute_inefficiency_s,
               100 * t.compute_inefficiency_s / step);
+  out << line("      (compute: gemm %.3f s, attention %.3f s", t.compute_by_kind_s[0],
+              t.compute_by_kind_s[1])
+      << line(", elementwise %.3f s, optimizer %.3f s)\n", t.compute_by_kind_s[2],
+              t.compute_by_kind_s[3]);
   for (int g = 0; g < kCommGroupCount; ++g) {
     if (t.exposed_comm_s[g] <= 0) continue;
     out << "    exposed " << comm_group_name(static_cast<CommGroup>(g))

@@ -16,7 +16,9 @@ const std::vector<RawFile>& noisy() {
   return files;
 }
 
-GpuProfile altered_gpu() { return parse_profile(test::altered_h100_document(), "t").gpu; }
+GpuProfile altered_gpu() {
+  return parse_profile(test::altered_h100_document(), "t").gpu;
+}
 
 }  // namespace
 
@@ -44,7 +46,8 @@ TEST_CASE("the memory fit recovers launch gap and bandwidth from noisy points") 
 }
 
 TEST_CASE("the memory fit needs an empty kernel and a large transfer") {
-  std::vector<MemoryPoint> small{{MemoryKernel::kCopy, 1e6, 1e-6}, {MemoryKernel::kCopy, 2e6, 2e-6}};
+  std::vector<MemoryPoint> small{{MemoryKernel::kCopy, 1e6, 1e-6},
+                                 {MemoryKernel::kCopy, 2e6, 2e-6}};
   CHECK_FALSE(fit_memory(small, 3.35e12));
 }
 
@@ -62,7 +65,8 @@ TEST_CASE("the GEMM fit recovers the best rate per dtype and the size falloff") 
   const LogCurve falloff(fit->size_falloff);
   for (auto [flops, tolerance] : {std::pair{2e8, 0.10}, {4e9, 0.05}, {3e10, 0.05}}) {
     const double truth = 700.0 * gpu.gemm.size_falloff.at(flops);
-    CHECK(fit->best_tflops.at(Dtype::kBf16) * falloff.at(flops) == Approx(truth).epsilon(tolerance));
+    CHECK(fit->best_tflops.at(Dtype::kBf16) * falloff.at(flops) ==
+          Approx(truth).epsilon(tolerance));
   }
 }
 

@@ -13,8 +13,8 @@ namespace {
 std::vector<RawFile> recorded_files() {
   std::vector<RawFile> files;
   for (const char* kind : {"gemm", "attention", "memory", "collective"}) {
-    files.push_back(load_raw_file(test::source_file(std::string("tests/data/calibration/h100-sxm-synthetic.") +
-                                                    kind + ".raw.json")));
+    files.push_back(load_raw_file(test::source_file(
+        std::string("tests/data/calibration/h100-sxm-synthetic.") + kind + ".raw.json")));
   }
   return files;
 }
@@ -68,8 +68,7 @@ TEST_CASE("fit errors: collectives without a cluster, a dtype the base lacks, no
   CHECK_THROWS_WITH(fit_profile(test::h100_document(), "b", files, std::nullopt),
                     Contains("--cluster"));
   const auto a100 = load_json_file(test::source_file("calibration/profiles/a100-sxm-80gb.json"));
-  CHECK_THROWS_WITH(fit_profile(a100, "a100.json", {files[0]}, std::nullopt),
-                    Contains("fp8"));
+  CHECK_THROWS_WITH(fit_profile(a100, "a100.json", {files[0]}, std::nullopt), Contains("fp8"));
   CHECK_THROWS_AS(fit_profile(test::h100_document(), "b", {}, std::nullopt), InputError);
 }
 

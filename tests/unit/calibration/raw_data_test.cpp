@@ -48,7 +48,8 @@ TEST_CASE("a raw file round-trips through raw_file_to_json") {
   CHECK(again.collective[0].time_s == raw.collective[0].time_s);
   CHECK(again.collective[0].protocol == Protocol::kSimple);
   CHECK(parse_raw_file(nlohmann::json::parse(raw_document_text(raw_file_to_json(raw))), "text")
-            .collective[0].bytes == 1073741824.0);
+            .collective[0]
+            .bytes == 1073741824.0);
 }
 
 TEST_CASE("raw parsing rejects unknown keys and names file and path") {

@@ -10,9 +10,11 @@ using Catch::Matchers::Contains;
 
 TEST_CASE("residual classes report median and max relative error and the worst points") {
   // Errors +10%, −20%, +5%, 0% in one class: |e| sorted 0, 5, 10, 20 -> median 7.5%, max 20%.
-  const std::vector<PointResidual> residuals{
-      {"gemm bf16", "a", 1.0, 1.1}, {"gemm bf16", "b", 1.0, 0.8}, {"memory copy", "m", 2.0, 2.0},
-      {"gemm bf16", "c", 2.0, 2.1}, {"gemm bf16", "d", 1.0, 1.0}};
+  const std::vector<PointResidual> residuals{{"gemm bf16", "a", 1.0, 1.1},
+                                             {"gemm bf16", "b", 1.0, 0.8},
+                                             {"memory copy", "m", 2.0, 2.0},
+                                             {"gemm bf16", "c", 2.0, 2.1},
+                                             {"gemm bf16", "d", 1.0, 1.0}};
   const auto classes = summarize_residuals(residuals);
   REQUIRE(classes.size() == 2);
   CHECK(classes[0].op_class == "gemm bf16");

@@ -210,3 +210,41 @@ TEST_CASE("a stuck report names at most ten ranks and counts the rest", "[graph]
   CHECK_THAT(message, !Contains("rank 10 stream 0"));
   CHECK_THAT(message, Contains("and 2 more ranks"));
 }
+
+TEST_CASE("sends and receives pair only within their tag", "[graph][replay]") {
+  // Rank 1 sends tag 1 then tag 0; rank 0 receives tag 0 then tag 1. Matching by order alone
+  // would pair the tag-1 send with the tag-0 receive.
+  std::vector<OpGraph> graphs(2);
+  Op send1;
+  send1.kind = OpKind::kSend;
+  send1.peer = 0;
+  send1.tag = 1;
+  send1.stream = 1;
+  Op send0 = send1;
+  send0.tag = 0;
+  send0.stream = 2;
+  graphs[1].add(send1);
+  Op delay;
+  delay.duration = Time::from_us(5);
+  delay.duration_contended = delay.duration;
+  const OpIndex wait = graphs[1].add(delay);
+  graphs[1].add(send0, {wait});
+  Op recv0;
+  recv0.kind = OpKind::kRecv;
+  recv0.peer = 1;
+  recv0.tag = 0;
+  recv0.stream = 1;
+  Op recv1 = recv0;
+  recv1.tag = 1;
+  recv1.stream = 2;
+  graphs[0].add(recv0);
+  graphs[0].add(recv1);
+  Engine engine;
+  FixedDelayComm comm(engine, Time::from_us(1), Time::from_us(1));
+  const std::vector<std::vector<RankIndex>> no_groups;
+  Replay replay(engine, graphs, no_groups, comm);
+  const ReplayResult result = replay.run();
+  // The tag-0 pair starts when rank 1's tag-0 send is issued, after its 5 µs compute.
+  CHECK(result.ranks[0].ops[0].start == Time::from_us(5));
+  CHECK(result.ranks[0].ops[1].start == Time::zero());
+}

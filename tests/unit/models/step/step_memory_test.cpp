@@ -113,3 +113,19 @@ TEST_CASE("a step replays to the end without deadlock in full fidelity", "[model
   Replay replay(engine, program.graphs, program.groups, comm);
   CHECK(replay.run().end > Time::zero());
 }
+
+TEST_CASE("interleaving on two stages finishes: activations and gradients flow both ways",
+          "[models][step]") {
+  // With pp = 2 stage 1 sends activations (chunk 0 -> chunk 1 of stage 0) and gradients to
+  // stage 0 alike; transfers must pair by kind, not only by order between two ranks.
+  json doc = pipeline_config();
+  doc["parallel"]["pp"] = 2;
+  doc["parallel"]["vpp"] = 2;
+  doc["num_gpus"] = 8;
+  doc["training"]["global_batch"] = 8;
+  const StepProgram program = build(doc, Fidelity::kSymmetric);
+  Engine engine;
+  FixedDelayComm comm(engine);
+  Replay replay(engine, program.graphs, program.groups, comm);
+  CHECK(replay.run().end > Time::zero());
+}
