@@ -70,10 +70,52 @@ double LayerOps::activation_backward_bytes() const {
   return (dims_.gated ? 10.0 : 6.0) * e;
 }
 
+// Megatron's unfused core attention, per call (b sequences, a/t heads): scores S = QKᵀ as a
+// batched GEMM, a fused scale-mask-softmax over the b·(a/t)·s_q·s_kv scores (read and write
+// 2 bytes each), dropout (read 2, write 2, a 1-byte mask), then O = PV. The whole s² is
+// computed: the unfused path does not skip masked blocks. Backward: dV = PᵀdO, dP = dO·Vᵀ,
+// dropout and softmax backward (5 and 6 bytes per score), dQ = dS·K, dK = dSᵀQ.
+double LayerOps::score_elements(const AttentionShape& call) const {
+  return static_cast<double>(call.batch * call.heads) * static_cast<double>(call.seq_q) *
+         static_cast<double>(call.seq_kv);
+}
+
+void LayerOps::core_attention_forward() {
+  if (dims_.flash_attention) {
+    emit_.attention("attn fwd", dims_.attention_calls(), /*backward=*/false);
+    return;
+  }
+  for (const AttentionShape& call : dims_.attention_calls()) {
+    const std::int64_t bmm_batch = call.batch * call.heads;
+    const double scores = score_elements(call);
+    emit_.gemm("attn scores fwd", {call.seq_q, call.seq_kv, call.head_dim, bmm_batch});
+    emit_.memory_bound("attn softmax fwd", 4.0 * scores);
+    if (dims_.attention_dropout) emit_.memory_bound("attn dropout fwd", 5.0 * scores);
+    emit_.gemm("attn context fwd", {call.seq_q, call.head_dim, call.seq_kv, bmm_batch});
+  }
+}
+
+void LayerOps::core_attention_backward() {
+  if (dims_.flash_attention) {
+    emit_.attention("attn bwd", dims_.attention_calls(), /*backward=*/true);
+    return;
+  }
+  for (const AttentionShape& call : dims_.attention_calls()) {
+    const std::int64_t bmm_batch = call.batch * call.heads;
+    const double scores = score_elements(call);
+    emit_.gemm("attn dv", {call.seq_kv, call.head_dim, call.seq_q, bmm_batch});
+    emit_.gemm("attn dprobs", {call.seq_q, call.seq_kv, call.head_dim, bmm_batch});
+    if (dims_.attention_dropout) emit_.memory_bound("attn dropout bwd", 5.0 * scores);
+    emit_.memory_bound("attn softmax bwd", 6.0 * scores);
+    emit_.gemm("attn dq", {call.seq_q, call.head_dim, call.seq_kv, bmm_batch});
+    emit_.gemm("attn dk", {call.seq_kv, call.head_dim, call.seq_q, bmm_batch});
+  }
+}
+
 OpIndex LayerOps::forward_ops(const Deps& deps) {
   emit_.memory_bound("ln1 fwd", norm_forward_bytes(), deps);
   linear_.column_forward("qkv", qkv_shape());
-  emit_.attention("attn fwd", dims_.attention_calls(), /*backward=*/false);
+  core_attention_forward();
   const OpIndex proj = linear_.row_forward("proj", proj_shape());
   emit_.memory_bound("residual1 fwd", residual_bytes(), {proj});
   emit_.memory_bound("ln2 fwd", norm_forward_bytes());
@@ -142,10 +184,10 @@ OpIndex LayerOps::attention_backward(std::vector<GradReady>& grads) {
   const LinearBackward proj = linear_.row_backward("proj", proj_shape());
   if (recompute_.core_attention) {
     emit_.set_tag(again);
-    emit_.attention("attn fwd", dims_.attention_calls(), /*backward=*/false);
+    core_attention_forward();
     emit_.set_tag(plain);
   }
-  emit_.attention("attn bwd", dims_.attention_calls(), /*backward=*/true);
+  core_attention_backward();
   const LinearBackward qkv = linear_.column_backward("qkv", qkv_shape());
   const bool full = recompute_.mode == Recompute::full;
   emit_.free_on_next(memory_.layer_bytes + (full ? memory_.transient_bytes : 0.0));

@@ -2,7 +2,8 @@
 // output layer, forward and backward, on one rank (mechanics.md §1.1; byte counts of the
 // memory-bound kernels from hardware.md §6.2, e = elements of the tensor, bf16):
 //
-//   forward   ln1 (4e) → qkv (column) → flash attention → proj (row) → residual/dropout (6e,
+//   forward   ln1 (4e) → qkv (column) → core attention (flash, or unfused with
+//             flash_attention false) → proj (row) → residual/dropout (6e,
 //             +e mask with dropout) → ln2 (4e) → fc1 (column) → activation (GeLU 4e, SwiGLU 6e
 //             of the f/t output) → fc2 (row) → residual/dropout
 //   backward  the reverse: residual (6e) → fc2 → activation (GeLU 6e, SwiGLU 10e) → fc1 → ln2
@@ -55,6 +56,9 @@ class LayerOps {
 
  private:
   OpIndex forward_ops(const Deps& deps);
+  void core_attention_forward();
+  void core_attention_backward();
+  double score_elements(const AttentionShape& call) const;
   OpIndex mlp_backward(const Deps& deps, std::vector<GradReady>& grads);
   OpIndex attention_backward(std::vector<GradReady>& grads);
   void tag(std::int64_t microbatch, std::optional<std::int64_t> layer, const std::string& prefix,

@@ -47,6 +47,8 @@ LayerDims layer_dims(const RunConfig& config) {
   d.gated = m.gated();
   d.sequence_parallel = layout.sequence_parallel;
   d.dropout = m.hidden_dropout > 0;
+  d.attention_dropout = m.attention_dropout > 0;
+  d.flash_attention = config.training.flash_attention;
   return d;
 }
 

@@ -28,6 +28,9 @@ struct LayerDims {
   bool gated = false;  // SwiGLU: FC1 has two branches
   bool sequence_parallel = false;
   bool dropout = false;
+  bool attention_dropout = false;
+  bool flash_attention = true;  // false: Megatron's unfused core attention (two batched GEMMs,
+                                // a fused scale-mask-softmax and dropout over the s² scores)
 
   std::int64_t tokens() const { return batch * seq; }
   // Elements of a [s', b, h] activation, and of its sequence shard between TP regions.
