@@ -17,7 +17,7 @@ using nlohmann::json;
 namespace {
 
 // One layer, tp 8 with sequence parallelism and TE's comm overlap, one micro-batch on 8 GPUs.
-json overlap_config(double hidden, double nvlink_GBps) {
+json overlap_config(double hidden) {
   return {{"model",
            {{"layers", 1},
             {"hidden", hidden},
@@ -72,7 +72,7 @@ TEST_CASE("an overlapped TP all-gather is hidden when the GEMM piece is longer t
   // (1.0e11 FLOPs, ~130 µs at ~790 TFLOP/s), while its ring step moves S/8 = 4096 x 16384 x 2 / 8
   // = 16 MiB over NVLink (450 GB/s x 0.824 = 371 GB/s: ~45 µs + ~12 µs latency). Each step lands
   // before the previous piece ends, so the pieces run back to back.
-  const auto result = simulate_json(overlap_config(16384, 450), 450);
+  const auto result = simulate_json(overlap_config(16384), 450);
   for (int piece = 1; piece < 8; ++piece) {
     CAPTURE(piece);
     CHECK(qkv_piece_wait_s(result, piece) == Approx(0).margin(1e-9));
@@ -83,7 +83,7 @@ TEST_CASE("an overlapped TP all-gather is exposed when the chunk takes longer th
           "[models][simulate][overlap]") {
   // Same layer with NVLink cut to 4.5 GB/s (3.7 GB/s effective): a 16 MiB step now takes
   // ~4.5 ms against the ~130 µs piece, so every piece after the first waits ~4.4 ms.
-  const auto result = simulate_json(overlap_config(16384, 4.5), 4.5);
+  const auto result = simulate_json(overlap_config(16384), 4.5);
   for (int piece = 2; piece < 8; ++piece) {
     CAPTURE(piece);
     const double chunk_s = 16.0 * (1 << 20) / (4.5e9 * 0.824);
@@ -96,7 +96,7 @@ TEST_CASE("DP gradient buckets reduce during the last micro-batch's backward",
           "[models][simulate][dp]") {
   // 4 layers on tp 1, dp 8, 2 micro-batches: with overlap_grad_reduce the first bucket's
   // reduce-scatter starts before the backward's last GEMM ends; without it, after.
-  json document = overlap_config(4096, 450);
+  json document = overlap_config(4096);
   document["model"]["layers"] = 4;
   document["model"]["heads"] = 32;
   document["parallel"] = {{"tp", 1}};

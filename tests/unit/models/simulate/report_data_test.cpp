@@ -1,0 +1,152 @@
+// What the reports take from a simulation: traced ranks and their links, link usage,
+// sensitivities (by re-simulating) and what would make a layout fit.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "calibration/profile.hpp"
+#include "models/run/report_data.hpp"
+#include "models/run/what_if.hpp"
+#include "sim/core/input_error.hpp"
+#include "sim/report/trace_writer.hpp"
+
+using namespace wallsim;
+using namespace wallsim::models;
+using nlohmann::json;
+
+namespace {
+
+const std::string kRoot = WALLSIM_SOURCE_ROOT;
+
+// Llama 3 8B on one DGX H100 cut to 2 layers and 8 micro-batches: quick, same structure.
+RunConfig small_config(std::vector<std::string> overrides = {}) {
+  overrides.insert(overrides.begin(), {"model.layers=2", "training.global_batch=32"});
+  return load_run_config(kRoot + "/configs/examples/llama3-8b-8gpu.json", overrides);
+}
+
+const Profile& h100() {
+  static const Profile profile = load_profile(kRoot + "/calibration/profiles/h100-sxm.json");
+  return profile;
+}
+
+SimulationResult run(const RunConfig& config) {
+  return simulate(config, h100().gpu, h100().comm);
+}
+
+}  // namespace
+
+TEST_CASE("a full-fidelity trace links every collective across all its ranks", "[models][report]") {
+  const RunConfig config = small_config({"simulation.fidelity=full"});
+  const SimulationResult result = run(config);
+  const auto ranks = select_trace_ranks(result.program, "", true);
+  REQUIRE(ranks.size() == 8);
+  std::ostringstream out;
+  const TraceStats stats = write_chrome_trace(trace_input(config, result, ranks), out);
+  const json trace = json::parse(out.str());
+  // Flow ends by (pid, tid, ts) -> how many ranks their flow links.
+  std::map<int, int> flow_size;
+  std::map<std::tuple<int, int, double>, int> flow_at;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "s" || e["ph"] == "t" || e["ph"] == "f") {
+      ++flow_size[e["id"]];
+      flow_at[{e["pid"], e["tid"], e["ts"]}] = e["id"];
+    }
+  }
+  CHECK(stats.flows == flow_size.size());
+  int collectives = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || !e["args"].contains("group")) continue;
+    const auto members = result.program.groups.at(e["args"]["group"].get<std::size_t>()).size();
+    if (members < 2) continue;
+    ++collectives;
+    const auto at = flow_at.find({e["pid"], e["tid"], e["ts"]});
+    REQUIRE(at != flow_at.end());
+    CHECK(flow_size[at->second] == static_cast<int>(members));
+  }
+  CHECK(collectives > 0);
+  CHECK(trace["traceEvents"][0]["args"]["name"] == "pp0 tp0 cp0 dp0");
+}
+
+TEST_CASE("trace ranks: one per stage by default, a list, or all; unknown ranks rejected",
+          "[models][report]") {
+  const SimulationResult symmetric = run(small_config({"parallel.pp=2", "parallel.tp=1"}));
+  CHECK(representative_ranks(symmetric.program).size() == 2);
+  CHECK(select_trace_ranks(symmetric.program, "", false).size() == 2);
+  const SimulationResult full =
+      run(small_config({"parallel.pp=2", "parallel.tp=1", "simulation.fidelity=full"}));
+  CHECK(select_trace_ranks(full.program, "0,2-3", true).size() == 3);
+  CHECK(select_trace_ranks(full.program, "all", true).size() == 8);
+  CHECK(select_trace_ranks(full.program, "", true, 4).size() == 4);
+  CHECK_THROWS_AS(select_trace_ranks(full.program, "1-x", true), InputError);
+  CHECK_THROWS_AS(select_trace_ranks(symmetric.program, "7", false), InputError);
+}
+
+TEST_CASE("link usage: the busiest links in order, NVLink carrying the traffic of one node",
+          "[models][report]") {
+  const SimulationResult result = run(small_config());
+  const RunSummary& s = result.summary;
+  REQUIRE(!s.busiest_links.empty());
+  for (std::size_t i = 1; i < s.busiest_links.size(); ++i) {
+    CHECK(s.busiest_links[i - 1].busy_s >= s.busiest_links[i].busy_s);
+  }
+  CHECK(s.busiest_links.front().name.find("gpu") != std::string::npos);
+  REQUIRE(s.link_tiers.size() == 1);  // one node: nothing leaves it
+  CHECK(s.link_tiers[0].tier == "nvlink");
+  CHECK(s.link_tiers[0].max_utilization > 0);
+  CHECK(s.link_tiers[0].max_utilization <= 1.0);
+  for (const auto& group : s.exposure_by_group) CHECK(group.tier == "nvlink");
+}
+
+TEST_CASE("more bandwidth or efficiency never slows a step; less never speeds it up",
+          "[models][report][sensitivity]") {
+  // Two nodes so that the IB bandwidth matters too.
+  const RunConfig config = small_config({"num_gpus=16"});
+  const SimulationResult base = run(config);
+  const double step = base.summary.iteration_time_s;
+  const auto all = sensitivities(config, h100().gpu, h100().comm, step);
+  REQUIRE(all.size() == 8);
+  for (const Sensitivity& x : all) {
+    CAPTURE(x.parameter, x.factor, x.step_s, step);
+    if (x.factor > 1) CHECK(x.step_s <= step * (1 + 1e-12));
+    if (x.factor < 1) CHECK(x.step_s >= step * (1 - 1e-12));
+    CHECK(x.change == Approx(x.step_s / step - 1));
+  }
+  // GEMM time dominates this step: faster GEMMs must show.
+  CHECK(all[4].parameter == "gemm_efficiency");
+  CHECK(all[5].change > 0);
+}
+
+TEST_CASE("a layout that does not fit gets changes that lower its peak", "[models][report]") {
+  const std::vector<std::string> tight = {
+      "parallel.tp=1",           "parallel.sequence_parallel=false",
+      "training.recompute=none", "training.distributed_optimizer=false",
+      "training.micro_batch=4",  "model.layers=32"};
+  const RunConfig config = small_config(tight);
+  const auto variant = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> all = tight;
+    all.insert(all.end(), extra.begin(), extra.end());
+    return small_config(all);
+  };
+  const double hbm = h100().gpu.hbm_bytes;
+  const auto base = memory_report(config.model, config.layout, config.training, hbm);
+  REQUIRE(!base.fits_in_memory);
+  const auto fits = fit_suggestions(config, variant, hbm);
+  std::set<std::string> changes;
+  for (const FitCandidate& f : fits) {
+    changes.insert(f.change);
+    CAPTURE(f.change, f.note);
+    if (!f.valid) continue;
+    CHECK(f.peak_bytes < base.peak_bytes);
+    CHECK(f.fits == (f.peak_bytes <= hbm));
+  }
+  for (const char* expected : {"recompute=selective", "recompute=full",
+                               "distributed_optimizer=true", "micro_batch=2", "pp=2", "tp=2"}) {
+    CHECK(changes.count(expected) == 1);
+  }
+}
