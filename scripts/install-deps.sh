@@ -2,7 +2,8 @@
 # Installs wallsim's build dependencies on Debian 12 (run as root). Safe to re-run.
 set -euo pipefail
 packages=(cmake ninja-build g++ libboost-graph-dev nlohmann-json3-dev libspdlog-dev libcli11-dev
-          catch2 libeigen3-dev libbenchmark-dev)
+          catch2 libeigen3-dev libbenchmark-dev libopenmpi-dev openmpi-bin
+          chromium)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

@@ -1,17 +1,23 @@
-// `wallsim run CONFIG [--out DIR] [--json] [--set k=v]`: simulate one training step.
-#include <filesystem>
+// `wallsim run CONFIG [--out DIR] [--json] [--set k=v] [--trace-ranks LIST|all] [--sensitivity]`:
+// simulate one training step; with --out write summary.json, timeline.json, trace.json and
+// report.html into DIR.
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
+#include "models/run/report_data.hpp"
 #include "models/run/simulate.hpp"
-#include "sim/core/input_error.hpp"
+#include "models/run/what_if.hpp"
 #include "sim/report/summary_writers.hpp"
+#include "sim/report/timeline.hpp"
+#include "sim/report/trace_writer.hpp"
 #include "tools/command.hpp"
+#include "tools/report_files.hpp"
 #include "tools/run_config_loading.hpp"
 
 namespace wallsim::cli {
@@ -20,16 +26,30 @@ namespace {
 struct RunOptions {
   ConfigCommandOptions config;
   std::string out_dir;
+  std::string trace_ranks;
+  bool sensitivity = false;
 };
 
-void write_outputs(const RunSummary& summary, const std::string& out_dir) {
-  std::error_code error;
-  std::filesystem::create_directories(out_dir, error);
-  const std::string path = out_dir + "/summary.json";
-  std::ofstream out(path);
-  if (error || !out) throw InputError("command line", "--out", out_dir, "cannot write " + path);
-  write_summary_json(summary, out);
-  spdlog::info("wrote {}", path);
+void write_outputs(const models::RunConfig& config, const models::SimulationResult& result,
+                   const std::vector<RankIndex>& ranks, const RunOptions& options,
+                   std::ostream& human) {
+  const std::string dir = options.out_dir + "/";
+  write_output_file(dir + "summary.json", "--out",
+                    [&](std::ostream& out) { write_summary_json(result.summary, out); });
+  const TraceInput timeline =
+      models::trace_input(config, result, models::representative_ranks(result.program));
+  write_output_file(dir + "timeline.json", "--out",
+                    [&](std::ostream& out) { write_timeline_json(timeline, out); });
+  const TraceInput trace = models::trace_input(config, result, ranks);
+  TraceStats stats;
+  const auto trace_bytes = write_output_file(dir + "trace.json", "--out", [&](std::ostream& out) {
+    stats = write_chrome_trace(trace, out);
+  });
+  render_report(dir + "summary.json", dir + "timeline.json", dir + "report.html");
+  human << "wrote " << dir
+        << "{summary.json, report.html, timeline.json, trace.json}; trace: " << ranks.size()
+        << " ranks, " << stats.slices << " ops, " << stats.flows
+        << " linked collectives/transfers, " << human_size(trace_bytes) << "\n";
 }
 
 int run(const RunOptions& options) {
@@ -37,14 +57,32 @@ int run(const RunOptions& options) {
   const Profile profile = run_profile(config);
   spdlog::info("simulating {} on {} GPUs ({} fidelity, {} network)", config.model.name,
                config.num_gpus, config.simulation.fidelity, config.simulation.network);
-  const auto result = models::simulate(config, profile.gpu, profile.comm);
+  auto result = models::simulate(config, profile.gpu, profile.comm);
   log_notes(result.summary.notes);
-  if (!options.out_dir.empty()) write_outputs(result.summary, options.out_dir);
+  // Checked before anything is written or re-simulated.
+  const auto trace_ranks = models::select_trace_ranks(result.program, options.trace_ranks,
+                                                      config.simulation.fidelity == "full");
+  if (options.sensitivity) {
+    spdlog::info("re-simulating 8 times for the sensitivities");
+    result.summary.sensitivities =
+        models::sensitivities(config, profile.gpu, profile.comm, result.summary.iteration_time_s);
+  }
+  if (!result.summary.fits_in_memory) {
+    const auto variant = [&options](const std::vector<std::string>& overrides) {
+      ConfigCommandOptions changed = options.config;
+      changed.overrides.insert(changed.overrides.end(), overrides.begin(), overrides.end());
+      return load_config(changed);
+    };
+    result.summary.fit_suggestions =
+        models::fit_suggestions(config, variant, result.summary.hbm_bytes);
+  }
+  std::ostream& human = options.config.json ? std::cerr : std::cout;
   if (options.config.json) {
     write_summary_json(result.summary, std::cout);
   } else {
     write_summary_text(result.summary, std::cout);
   }
+  if (!options.out_dir.empty()) write_outputs(config, result, trace_ranks, options, human);
   return 0;
 }
 
@@ -55,7 +93,13 @@ void add_run_command(CLI::App& app, CommandSet& commands) {
   CLI::App* sub = app.add_subcommand(
       "run", "Simulate one training step: step time, throughput, memory and the binding wall");
   add_config_options(*sub, options->config);
-  sub->add_option("--out", options->out_dir, "Write summary.json into this directory");
+  sub->add_option("--out", options->out_dir,
+                  "Write summary.json, trace.json, report.html (and timeline.json) into DIR");
+  sub->add_option("--trace-ranks", options->trace_ranks,
+                  "Ranks in trace.json: global ranks and ranges (0,8-15) or 'all' (default: one "
+                  "per stage in symmetric fidelity, up to 64 ranks in full)");
+  sub->add_flag("--sensitivity", options->sensitivity,
+                "Re-simulate with ±10% NVLink, IB, GEMM efficiency and HBM bandwidth");
   sub->callback([options, &commands] { commands.action = [options] { return run(*options); }; });
 }
 

@@ -23,7 +23,10 @@ void add_calibrate_command(CLI::App& app, CommandSet& commands);
 void add_collective_command(CLI::App& app, CommandSet& commands);
 void add_flops_command(CLI::App& app, CommandSet& commands);
 void add_memory_command(CLI::App& app, CommandSet& commands);
+void add_report_command(CLI::App& app, CommandSet& commands);
 void add_run_command(CLI::App& app, CommandSet& commands);
+void add_sweep_command(CLI::App& app, CommandSet& commands);
+void add_sweep_merge_command(CLI::App& app, CommandSet& commands);
 void add_validate_command(CLI::App& app, CommandSet& commands);
 
 }  // namespace wallsim::cli

@@ -40,7 +40,10 @@ int main(int argc, char** argv) {
   wallsim::cli::add_collective_command(app, commands);
   wallsim::cli::add_flops_command(app, commands);
   wallsim::cli::add_memory_command(app, commands);
+  wallsim::cli::add_report_command(app, commands);
   wallsim::cli::add_run_command(app, commands);
+  wallsim::cli::add_sweep_command(app, commands);
+  wallsim::cli::add_sweep_merge_command(app, commands);
   wallsim::cli::add_validate_command(app, commands);
 
   try {

@@ -11,7 +11,6 @@
 #include "sim/hw/gpu_profile.hpp"
 
 namespace wallsim::cli {
-namespace {
 
 std::string resolve_config_path(const std::string& reference) {
   if (auto path = resolve_data_path(reference, "")) return *path;
@@ -20,8 +19,6 @@ std::string resolve_config_path(const std::string& reference) {
                    "no such config file (give a path, or a shipped example such as "
                    "llama3-8b-8gpu)");
 }
-
-}  // namespace
 
 void add_config_options(CLI::App& command, ConfigCommandOptions& options) {
   command.add_option("CONFIG", options.config, "Run config (JSON) or a shipped example name")

@@ -23,6 +23,7 @@ struct ConfigCommandOptions {
 void add_config_options(CLI::App& command, ConfigCommandOptions& options);
 
 // CONFIG is a path (working directory, then the data root) or a shipped example's name.
+std::string resolve_config_path(const std::string& reference);
 models::RunConfig load_config(const ConfigCommandOptions& options);
 
 // HBM bytes of one GPU from the run's calibration profile (the cluster GPU's shipped profile

@@ -1,6 +1,7 @@
 #include "models/run/simulate.hpp"
 
 #include "models/run/network_comm_service.hpp"
+#include "models/run/report_data.hpp"
 #include "models/run/summarize.hpp"
 #include "sim/network/model/network_model.hpp"
 
@@ -22,6 +23,8 @@ SimulationResult simulate(const RunConfig& config, const GpuProfile& gpu,
   Replay replay(engine, result.program.graphs, result.program.groups, service);
   result.replay = replay.run();
   result.summary = summarize(config, gpu, result.program, result.replay);
+  add_communication_report(result.summary, config, result.program, topology,
+                           effective_capacities(topology, comm), network->link_bytes());
   return result;
 }
 

@@ -116,12 +116,15 @@ RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepP
   const double ideal_s = program.model_flops[critical] / s.peak_flops_per_gpu;
   s.time = attribute_time(graph, trace, Streams::kCompute, replay.end, ideal_s);
   const auto by_category = compute_time_by_category(graph, trace, Streams::kCompute);
-  for (int kind = 0; kind < 4; ++kind) s.time.compute_by_kind_s[kind] = by_category[kind];
+  const ComputeExcess excess = compute_excess(graph, trace, s.peak_flops_per_gpu);
+  for (int kind = 0; kind < 4; ++kind) {
+    s.time.compute_by_kind_s[kind] = by_category[kind];
+    s.time.ideal_by_kind_s[kind] = by_category[kind] - excess.seconds[kind];
+  }
   const auto worst = std::max_element(
       s.per_stage.begin(), s.per_stage.end(),
       [](const auto& a, const auto& b) { return a.peak < b.peak; });
-  s.walls = compute_walls(s.time, compute_excess(graph, trace, s.peak_flops_per_gpu), *worst,
-                          s.hbm_bytes, s.fits_in_memory);
+  s.walls = compute_walls(s.time, excess, *worst, s.hbm_bytes, s.fits_in_memory);
   return s;
 }
 

@@ -228,6 +228,34 @@ std::vector<std::int64_t> simulated_ranks(const RankLayout& ranks, Fidelity fide
   return chosen;
 }
 
+struct StageTemplate {
+  std::int64_t rank = 0;  // global rank the graph was built for
+  OpGraph graph;
+  double hardware_flops = 0;
+};
+
+// The renames that turn `built`'s program into `rank`'s (same stage): its TP, DP×CP and
+// embedding groups and its pipeline neighbours. Registers `rank`'s groups in the table in the
+// order build_rank would, so group indices do not depend on the sharing.
+OpBinding binding_between(const StepInputs& in, GroupTable& groups, std::int64_t built,
+                          std::int64_t rank) {
+  OpBinding binding;
+  const std::int64_t stage = in.ranks.coordinates(rank).pp;
+  const TpSetting tp_built = tp_setting(in, groups, built);
+  const TpSetting tp = tp_setting(in, groups, rank);
+  if (tp.active) binding.groups.emplace_back(tp_built.group, tp.group);
+  const DpSetting dp_built = dp_setting(in, groups, built, stage);
+  const DpSetting dp = dp_setting(in, groups, rank, stage);
+  if (dp.active) binding.groups.emplace_back(dp_built.group, dp.group);
+  if (dp.embedding_group)
+    binding.groups.emplace_back(*dp_built.embedding_group, *dp.embedding_group);
+  const PipelineSetting p_built = pipeline_setting(in, built);
+  const PipelineSetting p = pipeline_setting(in, rank);
+  binding.peers.emplace_back(p_built.previous_rank, p.previous_rank);
+  if (p.next_rank != p.previous_rank) binding.peers.emplace_back(p_built.next_rank, p.next_rank);
+  return binding;
+}
+
 double graph_flops(const OpGraph& graph) {
   double flops = 0;
   for (OpIndex i = 0; i < graph.size(); ++i) flops += graph.op(i).flops;
@@ -257,12 +285,24 @@ StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fi
   KernelTimer timer(gpu);
   PayloadTable payloads;
   GroupTable groups(in.simulated_of);
+  // Ranks of one stage run one program on different groups and peers: the first rank of each
+  // stage is built, the others share its graph under their own names (OpGraph::rebound).
+  std::map<std::int64_t, StageTemplate> templates;
   for (std::int64_t rank : program.global_rank) {
     const std::int64_t stage = ranks.coordinates(rank).pp;
-    program.graphs.push_back(build_rank(in, rank, timer, payloads, groups));
+    auto found = templates.find(stage);
+    if (found == templates.end()) {
+      StageTemplate t{rank, build_rank(in, rank, timer, payloads, groups), 0};
+      t.hardware_flops = graph_flops(t.graph);
+      found = templates.emplace(stage, std::move(t)).first;
+      program.graphs.push_back(found->second.graph.rebound({}));
+    } else {
+      const StageTemplate& t = found->second;
+      program.graphs.push_back(t.graph.rebound(binding_between(in, groups, t.rank, rank)));
+    }
     program.stage.push_back(stage);
     program.model_flops.push_back(rank_model_flops(config, stage));
-    program.hardware_flops.push_back(graph_flops(program.graphs.back()));
+    program.hardware_flops.push_back(found->second.hardware_flops);
   }
   groups.move_into(program);
   program.payloads = payloads.release();

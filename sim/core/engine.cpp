@@ -1,44 +1,92 @@
 #include "sim/core/engine.hpp"
 
 #include <stdexcept>
+#include <utility>
 
 namespace wallsim {
 
 EventId Engine::schedule_at(Time at, Callback callback) {
   if (at < now_) throw std::logic_error("Engine: event scheduled in the past");
   const EventId id = next_seq_++;
-  queue_.push(Event{at, id, std::move(callback)});
-  pending_.insert(id);
+  std::uint32_t slot;
+  if (free_slots_.empty()) {
+    slot = static_cast<std::uint32_t>(callbacks_.size());
+    callbacks_.push_back(std::move(callback));
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    callbacks_[slot] = std::move(callback);
+  }
+  finished_.push_back(false);
+  cancelled_.push_back(false);
+  // Sift up.
+  const Key key{at, id, slot};
+  std::size_t hole = heap_.size();
+  heap_.push_back(key);
+  while (hole > 0) {
+    const std::size_t parent = (hole - 1) / 2;
+    if (!earlier(key, heap_[parent])) break;
+    heap_[hole] = heap_[parent];
+    hole = parent;
+  }
+  heap_[hole] = key;
   return id;
 }
 
 bool Engine::cancel(EventId id) {
-  if (pending_.erase(id) == 0) return false;
-  cancelled_.insert(id);
+  if (id >= next_seq_ || finished_[id]) return false;
+  finished_[id] = true;
+  cancelled_[id] = true;
+  ++cancelled_in_queue_;
   return true;
 }
 
+// Removes the front key: the last key sifts down from the root.
+void Engine::pop_front() {
+  const Key last = heap_.back();
+  heap_.pop_back();
+  const std::size_t n = heap_.size();
+  if (n == 0) return;
+  std::size_t hole = 0;
+  for (;;) {
+    std::size_t child = 2 * hole + 1;
+    if (child >= n) break;
+    if (child + 1 < n && earlier(heap_[child + 1], heap_[child])) ++child;
+    if (!earlier(heap_[child], last)) break;
+    heap_[hole] = heap_[child];
+    hole = child;
+  }
+  heap_[hole] = last;
+}
+
 bool Engine::step(Time limit) {
-  while (!queue_.empty()) {
-    const Event& top = queue_.top();
-    if (cancelled_.erase(top.seq) > 0) {
-      queue_.pop();
+  while (!heap_.empty()) {
+    const Key top = heap_.front();
+    if (cancelled_[top.seq]) {
+      pop_front();
+      callbacks_[top.slot] = nullptr;
+      free_slots_.push_back(top.slot);
+      --cancelled_in_queue_;
       continue;
     }
     if (top.at > limit) return false;
-    // Move the callback out before popping: it may schedule new events.
-    Event event{top.at, top.seq, std::move(const_cast<Event&>(top).callback)};
-    queue_.pop();
-    pending_.erase(event.seq);
-    now_ = event.at;
+    // Move the callback out before running it: it may schedule new events into this slot.
+    Callback callback = std::move(callbacks_[top.slot]);
+    callbacks_[top.slot] = nullptr;
+    pop_front();
+    free_slots_.push_back(top.slot);
+    finished_[top.seq] = true;
+    now_ = top.at;
     ++executed_;
-    event.callback();
+    callback();
     return true;
   }
   return false;
 }
 
-std::uint64_t Engine::run() { return run_until(Time::max()); }
+std::uint64_t Engine::run() {
+  return run_until(Time::max());
+}
 
 std::uint64_t Engine::run_until(Time limit) {
   std::uint64_t count = 0;

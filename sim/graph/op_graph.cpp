@@ -4,23 +4,73 @@
 #include <stdexcept>
 #include <string>
 
-#include <boost/graph/adjacency_list.hpp>
-
 namespace wallsim {
+namespace {
 
-// Bidirectional so that both an op's dependencies (in-edges) and its dependents (out-edges) can
-// be listed; vecS keeps edges in insertion order, so listings are deterministic.
-struct OpGraph::Edges {
-  boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS> graph;
+// Counting sort of `edges` by one endpoint into CSR form: offsets (size n + 1) and the other
+// endpoints. Stable, so each op's list keeps the order its edges were added in.
+template <typename Key, typename Value>
+void build_csr(const std::vector<std::pair<OpIndex, OpIndex>>& edges, std::size_t n, Key key,
+               Value value, std::vector<std::uint32_t>& begin, std::vector<OpIndex>& out) {
+  begin.assign(n + 1, 0);
+  for (const auto& e : edges) ++begin[key(e) + 1];
+  for (std::size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
+  out.resize(edges.size());
+  std::vector<std::uint32_t> cursor(begin.begin(), begin.end() - 1);
+  for (const auto& e : edges) out[cursor[key(e)]++] = value(e);
+}
+
+}  // namespace
+
+struct OpGraph::Body {
+  std::vector<Op> ops;
+  std::vector<std::pair<OpIndex, OpIndex>> edges;  // (before, after) in the order added
+  std::vector<std::string> labels;
+  std::map<std::string, std::uint32_t, std::less<>> label_index;  // name -> index in labels
+  int stream_count = 0;
+
+  // Derived on first use after a change (see `index`).
+  struct Index {
+    std::vector<std::uint32_t> dependency_begin, dependent_begin;
+    std::vector<OpIndex> dependencies, dependents;
+    std::vector<std::vector<OpIndex>> stream_ops;
+  };
+  mutable std::unique_ptr<Index> cached;
+
+  const Index& index() const {
+    if (!cached) {
+      auto built = std::make_unique<Index>();
+      const std::size_t n = ops.size();
+      build_csr(
+          edges, n, [](const auto& e) { return e.second; }, [](const auto& e) { return e.first; },
+          built->dependency_begin, built->dependencies);
+      build_csr(
+          edges, n, [](const auto& e) { return e.first; }, [](const auto& e) { return e.second; },
+          built->dependent_begin, built->dependents);
+      built->stream_ops.resize(static_cast<std::size_t>(stream_count));
+      for (OpIndex i = 0; i < n; ++i) built->stream_ops[ops[i].stream].push_back(i);
+      cached = std::move(built);
+    }
+    return *cached;
+  }
 };
 
-OpGraph::OpGraph() : edges_(std::make_unique<Edges>()) {}
+OpGraph::OpGraph() : body_(std::make_shared<Body>()) {}
 OpGraph::~OpGraph() = default;
 OpGraph::OpGraph(OpGraph&&) noexcept = default;
 OpGraph& OpGraph::operator=(OpGraph&&) noexcept = default;
 
+OpGraph::Body& OpGraph::mutable_body(const char* what) {
+  if (body_.use_count() > 1 || !binding_.empty()) {
+    throw std::logic_error(std::string("OpGraph::") + what +
+                           ": the graph shares its body with a rebound graph");
+  }
+  body_->cached.reset();
+  return *body_;
+}
+
 OpIndex OpGraph::add(Op op, std::span<const OpIndex> dependencies) {
-  const auto index = static_cast<OpIndex>(ops_.size());
+  const auto index = static_cast<OpIndex>(body_->ops.size());
   // Validate before mutating so that a rejected call leaves the graph unchanged.
   for (const OpIndex before : dependencies) {
     if (before >= index) {
@@ -29,10 +79,10 @@ OpIndex OpGraph::add(Op op, std::span<const OpIndex> dependencies) {
                                   std::to_string(index) + ")");
     }
   }
-  stream_count_ = std::max(stream_count_, static_cast<int>(op.stream) + 1);
-  ops_.push_back(op);
-  boost::add_vertex(edges_->graph);
-  for (const OpIndex before : dependencies) boost::add_edge(before, index, edges_->graph);
+  Body& body = mutable_body("add");
+  body.stream_count = std::max(body.stream_count, static_cast<int>(op.stream) + 1);
+  body.ops.push_back(op);
+  for (const OpIndex before : dependencies) body.edges.emplace_back(before, index);
   return index;
 }
 
@@ -41,46 +91,119 @@ OpIndex OpGraph::add(Op op, std::initializer_list<OpIndex> dependencies) {
 }
 
 void OpGraph::add_dependency(OpIndex before, OpIndex after) {
-  if (after >= ops_.size()) {
+  if (after >= size()) {
     throw std::invalid_argument("OpGraph::add_dependency: op " + std::to_string(after) +
-                                " does not exist (graph has " + std::to_string(ops_.size()) +
-                                " ops)");
+                                " does not exist (graph has " + std::to_string(size()) + " ops)");
   }
   // Edges only point forward, which is what keeps every graph acyclic.
   if (before >= after) {
     throw std::invalid_argument("OpGraph::add_dependency: " + std::to_string(before) + " -> " +
                                 std::to_string(after) + " does not point to a later op");
   }
-  boost::add_edge(before, after, edges_->graph);
+  mutable_body("add_dependency").edges.emplace_back(before, after);
+}
+
+OpGraph OpGraph::rebound(const OpBinding& binding) const {
+  OpGraph graph;
+  graph.body_ = body_;
+  graph.static_bytes = static_bytes;
+  graph.binding_ = binding_;
+  const auto compose = [](auto& mine, const auto& more) {
+    for (auto& [from, to] : mine) {
+      for (const auto& [more_from, more_to] : more) {
+        if (to == more_from) {
+          to = more_to;
+          break;
+        }
+      }
+    }
+    for (const auto& rename : more) {
+      const bool known = std::any_of(mine.begin(), mine.end(),
+                                     [&](const auto& m) { return m.first == rename.first; });
+      if (!known) mine.push_back(rename);
+    }
+  };
+  compose(graph.binding_.groups, binding.groups);
+  compose(graph.binding_.peers, binding.peers);
+  return graph;
+}
+
+std::size_t OpGraph::size() const {
+  return body_->ops.size();
+}
+
+Op OpGraph::op(OpIndex index) const {
+  Op op = body_->ops[index];
+  if (op.kind == OpKind::kCollective) {
+    for (const auto& [from, to] : binding_.groups) {
+      if (op.group == from) {
+        op.group = to;
+        break;
+      }
+    }
+  } else if (op.kind != OpKind::kCompute) {
+    for (const auto& [from, to] : binding_.peers) {
+      if (op.peer == from) {
+        op.peer = to;
+        break;
+      }
+    }
+  }
+  return op;
+}
+
+std::span<const OpIndex> OpGraph::dependency_span(OpIndex index) const {
+  const auto& ix = body_->index();
+  return {ix.dependencies.data() + ix.dependency_begin[index],
+          ix.dependency_begin[index + 1] - ix.dependency_begin[index]};
+}
+
+std::span<const OpIndex> OpGraph::dependent_span(OpIndex index) const {
+  const auto& ix = body_->index();
+  return {ix.dependents.data() + ix.dependent_begin[index],
+          ix.dependent_begin[index + 1] - ix.dependent_begin[index]};
+}
+
+std::span<const OpIndex> OpGraph::stream_ops(StreamIndex stream) const {
+  const auto& ix = body_->index();
+  if (stream >= ix.stream_ops.size()) return {};
+  return ix.stream_ops[stream];
 }
 
 std::vector<OpIndex> OpGraph::dependencies(OpIndex index) const {
-  std::vector<OpIndex> result;
-  for (const auto edge : boost::make_iterator_range(boost::in_edges(index, edges_->graph))) {
-    result.push_back(static_cast<OpIndex>(boost::source(edge, edges_->graph)));
-  }
-  return result;
+  const auto span = dependency_span(index);
+  return {span.begin(), span.end()};
 }
 
 std::vector<OpIndex> OpGraph::dependents(OpIndex index) const {
-  std::vector<OpIndex> result;
-  for (const auto edge : boost::make_iterator_range(boost::out_edges(index, edges_->graph))) {
-    result.push_back(static_cast<OpIndex>(boost::target(edge, edges_->graph)));
-  }
-  return result;
+  const auto span = dependent_span(index);
+  return {span.begin(), span.end()};
 }
 
 std::size_t OpGraph::dependency_count(OpIndex index) const {
-  return boost::in_degree(index, edges_->graph);
+  return dependency_span(index).size();
+}
+
+int OpGraph::stream_count() const {
+  return body_->stream_count;
 }
 
 std::uint32_t OpGraph::intern_label(std::string_view name) {
-  const auto found = label_index_.find(name);
-  if (found != label_index_.end()) return found->second;
-  const auto index = static_cast<std::uint32_t>(labels_.size());
-  labels_.emplace_back(name);
-  label_index_.emplace(labels_.back(), index);
+  const auto found = body_->label_index.find(name);
+  if (found != body_->label_index.end()) return found->second;
+  Body& body = mutable_body("intern_label");
+  const auto index = static_cast<std::uint32_t>(body.labels.size());
+  body.labels.emplace_back(name);
+  body.label_index.emplace(body.labels.back(), index);
   return index;
+}
+
+const std::string& OpGraph::label(std::uint32_t index) const {
+  return body_->labels[index];
+}
+
+std::size_t OpGraph::label_count() const {
+  return body_->labels.size();
 }
 
 }  // namespace wallsim

@@ -1,24 +1,43 @@
 // The program of one rank for one training step: ops in program order per stream, plus
-// dependencies between them (Boost.Graph keeps the edges).
+// dependencies between them.
 //
 // Semantics the replay implements: an op starts when it is the first unfinished op of its
 // stream (streams are in-order queues, as CUDA streams are) and every op it depends on has
 // ended. Dependencies only point from earlier-added ops to later ones, so a graph built this
 // way has no cycles; cross-rank waits come only from collectives and transfers.
+//
+// Sharing. Ranks that run the same program (every rank of a pipeline stage, in full fidelity)
+// differ only in which groups their collectives use and which peers they send to. `rebound`
+// returns a graph that shares this one's ops, edges and labels (one immutable body, reference
+// counted) and renames groups and peers through a small binding, so a 1,024-rank step holds a
+// handful of bodies instead of 1,024 graphs. A shared body is frozen: `add` on a graph whose
+// body is shared throws std::logic_error.
+//
+// Storage is compressed sparse rows, built once: each op's dependencies are appended when the
+// op is (the common case), and the reverse index (dependents) and the per-stream op lists are
+// derived on first use and cached in the body.
 #pragma once
 
-#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/graph/op.hpp"
 
 namespace wallsim {
+
+// Renames applied by a rebound graph: a collective on group `first` runs on `second`, a send or
+// receive with peer `first` goes to `second`. Names not listed are kept.
+struct OpBinding {
+  std::vector<std::pair<GroupIndex, GroupIndex>> groups;
+  std::vector<std::pair<RankIndex, RankIndex>> peers;
+  bool empty() const { return groups.empty() && peers.empty(); }
+};
 
 class OpGraph {
  public:
@@ -33,29 +52,41 @@ class OpGraph {
   // Adds an edge before -> after (before < after).
   void add_dependency(OpIndex before, OpIndex after);
 
-  std::size_t size() const { return ops_.size(); }
-  const Op& op(OpIndex index) const { return ops_[index]; }
+  // A graph sharing this one's body, with groups and peers renamed by `binding` (applied on
+  // top of this graph's own binding). `static_bytes` is copied.
+  OpGraph rebound(const OpBinding& binding) const;
+  // Whether two graphs share one body (same ops and edges, possibly different bindings).
+  bool shares_body_with(const OpGraph& other) const { return body_ == other.body_; }
+
+  std::size_t size() const;
+  // The op as this graph runs it: the body's op with group or peer renamed by the binding.
+  // Returned by value (bind it as `const Op&`; the temporary lives as long as the reference).
+  Op op(OpIndex index) const;
   std::vector<OpIndex> dependencies(OpIndex index) const;
   std::vector<OpIndex> dependents(OpIndex index) const;
   // Number of ops `index` depends on (its in-degree), without building the list.
   std::size_t dependency_count(OpIndex index) const;
-  int stream_count() const { return stream_count_; }
+  // Without copying: the ops `index` depends on, the ops that depend on it, a stream's ops in
+  // program order. Valid until the graph is next modified.
+  std::span<const OpIndex> dependency_span(OpIndex index) const;
+  std::span<const OpIndex> dependent_span(OpIndex index) const;
+  std::span<const OpIndex> stream_ops(StreamIndex stream) const;
+  int stream_count() const;
 
   // Interned op names.
   std::uint32_t intern_label(std::string_view name);
-  const std::string& label(std::uint32_t index) const { return labels_[index]; }
-  std::size_t label_count() const { return labels_.size(); }
+  const std::string& label(std::uint32_t index) const;
+  std::size_t label_count() const;
 
   // Bytes held for the whole step before any op runs (weights, gradients, optimizer state).
   double static_bytes = 0;
 
  private:
-  struct Edges;  // Boost.Graph adjacency list
-  std::vector<Op> ops_;
-  std::unique_ptr<Edges> edges_;
-  std::vector<std::string> labels_;
-  std::map<std::string, std::uint32_t, std::less<>> label_index_;  // name -> index in labels_
-  int stream_count_ = 0;
+  struct Body;
+  Body& mutable_body(const char* what);
+
+  std::shared_ptr<Body> body_;
+  OpBinding binding_;
 };
 
 }  // namespace wallsim

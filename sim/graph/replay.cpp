@@ -97,23 +97,20 @@ void Replay::State::build_rank(RankIndex rank, const OpGraph& graph) {
   RankState& rs = ranks[rank];
   const auto n = static_cast<OpIndex>(graph.size());
   rs.graph = &graph;
-  rs.stream_ops.resize(static_cast<std::size_t>(graph.stream_count()));
+  // Program order and dependents come from the graph (shared by ranks with one body).
+  for (int s = 0; s < graph.stream_count(); ++s) {
+    rs.stream_ops.push_back(graph.stream_ops(static_cast<StreamIndex>(s)));
+  }
   rs.cursor.assign(rs.stream_ops.size(), 0);
   rs.remaining_deps.resize(n);
   rs.phase.assign(n, Phase::kWaiting);
   rs.link.resize(n);
   rs.ordinal.assign(n, 0);
-  rs.dependents_begin.reserve(n + 1);
   std::map<GroupIndex, std::uint32_t> slots;
   for (OpIndex i = 0; i < n; ++i) {
-    rs.stream_ops[graph.op(i).stream].push_back(i);
     rs.remaining_deps[i] = static_cast<std::uint32_t>(graph.dependency_count(i));
-    rs.dependents_begin.push_back(static_cast<std::uint32_t>(rs.dependents.size()));
-    const std::vector<OpIndex> after = graph.dependents(i);
-    rs.dependents.insert(rs.dependents.end(), after.begin(), after.end());
     rs.link[i] = link_of(rank, graph, i, slots);
   }
-  rs.dependents_begin.push_back(static_cast<std::uint32_t>(rs.dependents.size()));
   rs.collectives_issued.assign(slots.size(), 0);
   rs.trace.ops.resize(n);
   ops_total += n;
@@ -146,8 +143,8 @@ std::uint32_t Replay::State::link_of(RankIndex rank, const OpGraph& graph, OpInd
 }
 
 std::uint32_t Replay::State::channel_of(RankIndex src, RankIndex dst, std::uint16_t tag) {
-  const auto [it, inserted] = channel_index.emplace(std::tuple(src, dst, tag),
-                                                    static_cast<std::uint32_t>(channels.size()));
+  const auto [it, inserted] =
+      channel_index.emplace(std::tuple(src, dst, tag), static_cast<std::uint32_t>(channels.size()));
   if (inserted) {
     channels.emplace_back();
     channels.back().src = src;
@@ -309,8 +306,7 @@ void Replay::State::finish_op(RankIndex rank, OpIndex index) {
   const auto& stream = rs.stream_ops[op.stream];
   const std::uint32_t next = ++rs.cursor[op.stream];
   if (next < stream.size()) issue_if_ready(rank, stream[next]);
-  for (std::uint32_t e = rs.dependents_begin[index]; e < rs.dependents_begin[index + 1]; ++e) {
-    const OpIndex after = rs.dependents[e];
+  for (const OpIndex after : rs.graph->dependent_span(index)) {
     if (--rs.remaining_deps[after] == 0) issue_if_ready(rank, after);
   }
 }

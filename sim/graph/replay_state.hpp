@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,10 +61,8 @@ struct Channel {
 
 struct RankState {
   const OpGraph* graph = nullptr;
-  std::vector<std::vector<OpIndex>> stream_ops;  // program order per stream
-  std::vector<std::uint32_t> cursor;             // per stream: position of its first unfinished op
-  std::vector<std::uint32_t> dependents_begin;   // CSR of dependents: ops_count + 1 offsets
-  std::vector<OpIndex> dependents;
+  std::vector<std::span<const OpIndex>> stream_ops;  // program order per stream (the graph's)
+  std::vector<std::uint32_t> cursor;          // per stream: position of its first unfinished op
   std::vector<std::uint32_t> remaining_deps;  // per op: dependencies not yet ended
   std::vector<Phase> phase;
   std::vector<std::uint32_t> link;     // communication op: collective slot or channel index

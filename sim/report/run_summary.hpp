@@ -35,6 +35,8 @@ struct TimeSplit {
   double other_s = 0;                 // the rest (launch gaps, waiting on peers' compute)
   // compute_s by kind: gemm, attention, elementwise, optimizer
   std::array<double, 4> compute_by_kind_s{};
+  // the same kinds' model FLOPs at the dense peak (ideal_by_kind / compute_by_kind = efficiency)
+  std::array<double, 4> ideal_by_kind_s{};
   double exposed_comm_total() const;
 };
 
@@ -48,6 +50,52 @@ struct Walls {
   Wall communication;  // share = exposed_comm / step
   Wall memory;         // share = peak bytes / HBM bytes of the worst rank
   std::string binding; // "memory" | "compute" | "communication"
+  // By how much the binding wall binds: memory: (peak - HBM) / HBM; otherwise its share minus
+  // the other time wall's share (fraction of the step).
+  double binding_margin = 0;
+};
+
+// Exposed communication of one group on the critical rank, and the tier its traffic crosses.
+struct GroupExposure {
+  std::string group;  // "tp", "cp", "ep", "dp", "pp"
+  double exposed_s = 0;
+  std::string tier;   // "nvlink" (one node) or "network" (crosses nodes)
+};
+
+// What one link carried during the step. busy_s = bytes / effective capacity: the time the
+// link would be busy at full rate; utilization = busy_s / step.
+struct LinkUsage {
+  std::string name;  // "gpu3 -> nvswitch0"
+  std::string tier;  // "nvlink", "pcie", "nic_leaf", "leaf_spine", "spine_core"
+  double bytes = 0;
+  double busy_s = 0;
+  double utilization = 0;
+};
+
+// Links of one tier together: bytes summed, utilization of its busiest link and the mean.
+struct TierUsage {
+  std::string tier;
+  int links = 0;
+  double bytes = 0;
+  double max_utilization = 0;
+  double mean_utilization = 0;
+};
+
+// Step time after scaling one machine parameter, by re-simulating (--sensitivity).
+struct Sensitivity {
+  std::string parameter;  // "nvlink_bandwidth", "ib_bandwidth", "gemm_efficiency", "hbm_bandwidth"
+  double factor = 1;      // applied scale (1.1, 0.9; GEMM efficiency is capped at the peak)
+  double step_s = 0;
+  double change = 0;      // step_s / baseline - 1
+};
+
+// One change that could make a layout fit, with the analytical peak it gives.
+struct FitCandidate {
+  std::string change;  // "recompute=full", "pp=8", ...
+  bool valid = true;   // false: the layout is impossible (reason in `note`)
+  double peak_bytes = 0;
+  bool fits = false;
+  std::string note;
 };
 
 struct RunSummary {
@@ -77,6 +125,11 @@ struct RunSummary {
 
   TimeSplit time;
   Walls walls;
+  std::vector<GroupExposure> exposure_by_group;  // groups with communication, DESIGN order
+  std::vector<TierUsage> link_tiers;              // tiers with traffic
+  std::vector<LinkUsage> busiest_links;           // by busy time, at most 10
+  std::vector<Sensitivity> sensitivities;         // empty unless asked for
+  std::vector<FitCandidate> fit_suggestions;      // empty when the layout fits
   std::vector<std::string> notes;
 };
 

@@ -32,8 +32,13 @@ json time_json(const TimeSplit& time) {
                         {"attention", time.compute_by_kind_s[1]},
                         {"elementwise", time.compute_by_kind_s[2]},
                         {"optimizer", time.compute_by_kind_s[3]}};
+  const json ideal_by_kind = {{"gemm", time.ideal_by_kind_s[0]},
+                              {"attention", time.ideal_by_kind_s[1]},
+                              {"elementwise", time.ideal_by_kind_s[2]},
+                              {"optimizer", time.ideal_by_kind_s[3]}};
   return {{"step_s", time.step_s},
           {"compute_by_kind_s", by_kind},
+          {"ideal_by_kind_s", ideal_by_kind},
           {"ideal_s", time.ideal_s},
           {"compute_s", time.compute_s},
           {"compute_inefficiency_s", time.compute_inefficiency_s},
@@ -50,7 +55,56 @@ json walls_json(const Walls& walls) {
             {"contributor", walls.communication.contributor}}},
           {"memory",
            {{"utilization", walls.memory.share}, {"contributor", walls.memory.contributor}}},
-          {"binding", walls.binding}};
+          {"binding", walls.binding},
+          {"binding_margin", walls.binding_margin}};
+}
+
+json communication_json(const RunSummary& s) {
+  json groups = json::array();
+  json by_tier = {{"nvlink", 0.0}, {"network", 0.0}};
+  for (const auto& g : s.exposure_by_group) {
+    groups.push_back({{"group", g.group}, {"exposed_s", g.exposed_s}, {"tier", g.tier}});
+    by_tier[g.tier] = by_tier.value(g.tier, 0.0) + g.exposed_s;
+  }
+  json tiers = json::array();
+  for (const auto& t : s.link_tiers) {
+    tiers.push_back({{"tier", t.tier},
+                     {"links", t.links},
+                     {"bytes", t.bytes},
+                     {"max_utilization", t.max_utilization},
+                     {"mean_utilization", t.mean_utilization}});
+  }
+  json links = json::array();
+  for (const auto& l : s.busiest_links) {
+    links.push_back({{"name", l.name},
+                     {"tier", l.tier},
+                     {"bytes", l.bytes},
+                     {"busy_s", l.busy_s},
+                     {"utilization", l.utilization}});
+  }
+  return {{"exposed_by_group", groups},
+          {"exposed_by_tier_s", by_tier},
+          {"link_tiers", tiers},
+          {"busiest_links", links}};
+}
+
+json what_if_json(const RunSummary& s) {
+  json sensitivities = json::array();
+  for (const auto& x : s.sensitivities) {
+    sensitivities.push_back({{"parameter", x.parameter},
+                             {"factor", x.factor},
+                             {"step_s", x.step_s},
+                             {"change", x.change}});
+  }
+  json fits = json::array();
+  for (const auto& f : s.fit_suggestions) {
+    fits.push_back({{"change", f.change},
+                    {"valid", f.valid},
+                    {"peak_bytes", f.peak_bytes},
+                    {"fits", f.fits},
+                    {"note", f.note}});
+  }
+  return {{"sensitivities", sensitivities}, {"fit_suggestions", fits}};
 }
 
 std::string gib(double bytes) {
@@ -65,12 +119,26 @@ std::string line(const char* format, double a, double b = 0) {
   return buffer;
 }
 
+void write_what_if_text(const RunSummary& s, std::ostream& out) {
+  if (!s.sensitivities.empty()) out << "  sensitivities (re-simulated step time):\n";
+  for (const auto& x : s.sensitivities) {
+    out << "    " << x.parameter << line(" x%.2f: %+.2f%%\n", x.factor, 100 * x.change);
+  }
+  if (!s.fit_suggestions.empty()) out << "  what would make it fit (analytical peak):\n";
+  for (const auto& f : s.fit_suggestions) {
+    out << "    " << f.change << ": "
+        << (f.valid ? gib(f.peak_bytes) + (f.fits ? "  fits" : "  does not fit")
+                    : "not a valid layout (" + f.note + ")")
+        << "\n";
+  }
+}
+
 }  // namespace
 
 void write_summary_json(const RunSummary& s, std::ostream& out) {
   json per_stage = json::array();
   for (const auto& stage : s.per_stage) per_stage.push_back(stage_json(stage));
-  const json document = {
+  json document = {
       {"model", s.model_name},
       {"cluster", s.cluster_name},
       {"num_gpus", s.num_gpus},
@@ -95,7 +163,9 @@ void write_summary_json(const RunSummary& s, std::ostream& out) {
       {"fits_in_memory", s.fits_in_memory},
       {"time", time_json(s.time)},
       {"walls", walls_json(s.walls)},
+      {"communication", communication_json(s)},
       {"notes", s.notes}};
+  document.update(what_if_json(s));
   out << document.dump(2) << "\n";
 }
 
@@ -139,6 +209,7 @@ void write_summary_text(const RunSummary& s, std::ostream& out) {
                         : w.binding == "communication" ? w.communication
                                                        : w.compute;
   out << "  largest contributor: " << binding.contributor << "\n";
+  write_what_if_text(s, out);
   for (const auto& note : s.notes) out << "  note: " << note << "\n";
 }
 

@@ -1,5 +1,6 @@
 #include "sim/report/walls.hpp"
 
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -44,9 +45,11 @@ Walls compute_walls(const TimeSplit& split, const ComputeExcess& excess,
                                       {"buffers", worst_stage.buffers}});
   if (!fits) {
     walls.binding = "memory";
+    walls.binding_margin = walls.memory.share - 1;
   } else {
     walls.binding =
         walls.communication.share > walls.compute.share ? "communication" : "compute";
+    walls.binding_margin = std::abs(walls.communication.share - walls.compute.share);
   }
   return walls;
 }

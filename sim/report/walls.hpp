@@ -4,7 +4,7 @@
 //   communication.share  = exposed communication / step
 //   memory.share         = peak bytes / HBM bytes of the worst rank (its "utilization")
 //   binding              = memory when the peak does not fit, else the larger of compute and
-//                          communication
+//                          communication; binding_margin says by how much (run_summary.hpp)
 // Each wall names its largest contributor: for communication the group with the most exposed
 // time; for compute the bubble or the op category whose time exceeds its ideal most; for memory
 // the largest component of the worst stage.

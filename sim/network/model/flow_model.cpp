@@ -12,6 +12,7 @@ struct FlowModel::Run {
 };
 
 void FlowModel::start(const CollectivePlan& plan, Done done, double multiplicity) {
+  count_link_bytes(plan, multiplicity);
   auto run = std::make_shared<Run>();
   run->plan = plan;
   run->done = std::move(done);

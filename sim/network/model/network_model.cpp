@@ -28,6 +28,17 @@ constexpr std::array<Registration, 2> kModels{{
 
 }  // namespace
 
+void NetworkModel::count_link_bytes(const CollectivePlan& plan, double multiplicity) {
+  for (const Phase& phase : plan.phases) {
+    for (const Transfer& transfer : phase.transfers) {
+      for (LinkId link : transfer.route) {
+        if (link >= link_bytes_.size()) link_bytes_.resize(link + 1, 0.0);
+        link_bytes_[link] += transfer.bytes * multiplicity;
+      }
+    }
+  }
+}
+
 std::vector<std::string> network_model_names() {
   std::vector<std::string> names;
   for (const auto& model : kModels) names.emplace_back(model.name);

@@ -32,6 +32,17 @@ class NetworkModel {
   // `multiplicity` counts identical instances running at the same time on the same links
   // (symmetric simulation); the analytical model ignores it.
   virtual void start(const CollectivePlan& plan, Done done, double multiplicity = 1.0) = 0;
+
+  // Wire bytes each link has carried (every started plan, times its multiplicity), indexed
+  // by LinkId; for reports (link utilization, busiest links). Empty before the first plan.
+  const std::vector<double>& link_bytes() const { return link_bytes_; }
+
+ protected:
+  // Models call this from start(): adds the plan's transfer bytes to the links they cross.
+  void count_link_bytes(const CollectivePlan& plan, double multiplicity);
+
+ private:
+  std::vector<double> link_bytes_;
 };
 
 // Creates a model by name over links with the given effective capacities. An unknown name

@@ -201,6 +201,38 @@ void Topology::build_switch_links(const FabricShape& shape, TopologyBuilder& bui
   }
 }
 
+namespace {
+
+std::string vertex_name(const topology_detail::VertexLayout& at, const ClusterSpec& spec,
+                        std::size_t v) {
+  const auto index = [](std::size_t value, std::size_t base) {
+    return std::to_string(value - base);
+  };
+  if (v < at.nvswitch_base) return "gpu" + std::to_string(v);
+  if (v < at.nic_base) return "nvswitch" + index(v, at.nvswitch_base);
+  if (v < at.leaf_base) {
+    const std::size_t nic = v - at.nic_base;
+    return "nic" + std::to_string(nic / spec.nic.per_node) + "." +
+           std::to_string(nic % spec.nic.per_node);
+  }
+  if (v < at.spine_base) {
+    const std::size_t leaf = v - at.leaf_base;
+    return "leaf rail" + std::to_string(leaf % spec.nic.per_node) + "/su" +
+           std::to_string(leaf / spec.nic.per_node);
+  }
+  if (v < at.core_base) return "spine pod" + index(v, at.spine_base);
+  return "core";
+}
+
+}  // namespace
+
+std::string Topology::link_name(LinkId id) const {
+  const topology_detail::VertexLayout at(FabricShape(spec_, num_gpus_));
+  const auto edge = graph_->edge_of_link.at(id);
+  return vertex_name(at, spec_, boost::source(edge, graph_->adjacency)) + " -> " +
+         vertex_name(at, spec_, boost::target(edge, graph_->adjacency));
+}
+
 Topology::~Topology() = default;
 Topology::Topology(Topology&&) noexcept = default;
 Topology& Topology::operator=(Topology&&) noexcept = default;

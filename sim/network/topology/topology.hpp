@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "sim/core/time.hpp"
@@ -66,6 +67,8 @@ class Topology {
   std::size_t num_links() const { return links_.size(); }
   const Link& link(LinkId id) const { return links_[id]; }
   const std::vector<Link>& links() const { return links_; }
+  // "gpu3 -> nvswitch0", "nic1.2 -> leaf rail2/su0" (NIC node.rail): for reports.
+  std::string link_name(LinkId id) const;
 
   // GPU to GPU over NVLink; both on one node. Two links: src -> NVSwitch -> dst.
   Route nvlink_route(int src_gpu, int dst_gpu) const;

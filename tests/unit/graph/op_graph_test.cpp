@@ -71,3 +71,44 @@ TEST_CASE("a moved graph keeps its ops, edges and labels", "[graph][op_graph]") 
   CHECK(moved.dependents(a) == std::vector<OpIndex>{1});
   CHECK(moved.label(0) == "x");
 }
+
+TEST_CASE("a rebound graph shares ops and edges and renames groups and peers",
+          "[graph][op_graph]") {
+  OpGraph graph;
+  graph.static_bytes = 5;
+  const OpIndex a = graph.add(compute(us(1)));
+  Op collective;
+  collective.kind = OpKind::kCollective;
+  collective.group = 3;
+  const OpIndex b = graph.add(collective, {a});
+  Op send;
+  send.kind = OpKind::kSend;
+  send.peer = 7;
+  graph.add(send, {b});
+  const OpGraph other = graph.rebound({{{3, 4}}, {{7, 9}}});
+  CHECK(other.shares_body_with(graph));
+  CHECK(other.static_bytes == 5);
+  CHECK(other.size() == 3);
+  CHECK(other.op(b).group == 4);
+  CHECK(other.op(2).peer == 9);
+  CHECK(graph.op(b).group == 3);  // the original keeps its names
+  CHECK(other.dependents(a) == std::vector<OpIndex>{b});
+  // Renames compose: 3 -> 4 -> 6.
+  CHECK(other.rebound({{{4, 6}}, {}}).op(b).group == 6);
+  // A shared body is frozen.
+  CHECK_THROWS_AS(graph.add(compute(us(1))), std::logic_error);
+}
+
+TEST_CASE("dependency and dependent lists keep the order edges were added in",
+          "[graph][op_graph]") {
+  OpGraph graph;
+  const OpIndex a = graph.add(compute(us(1)));
+  const OpIndex b = graph.add(compute(us(1)));
+  const OpIndex c = graph.add(compute(us(1)), {b, a});
+  const OpIndex d = graph.add(compute(us(1)), {a});
+  graph.add_dependency(b, d);
+  CHECK(graph.dependencies(c) == std::vector<OpIndex>{b, a});
+  CHECK(graph.dependencies(d) == std::vector<OpIndex>{a, b});
+  CHECK(graph.dependents(a) == std::vector<OpIndex>{c, d});
+  CHECK(graph.stream_ops(0).size() == 4);
+}

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibration/profile.hpp"
+#include "models/memory.hpp"
 #include "models/run/report_data.hpp"
 #include "models/run/what_if.hpp"
 #include "sim/core/input_error.hpp"
@@ -55,7 +56,7 @@ TEST_CASE("a full-fidelity trace links every collective across all its ranks", "
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] == "s" || e["ph"] == "t" || e["ph"] == "f") {
       ++flow_size[e["id"]];
-      flow_at[{e["pid"], e["tid"], e["ts"]}] = e["id"];
+      flow_at[{e["pid"].get<int>(), e["tid"].get<int>(), e["ts"].get<double>()}] = e["id"];
     }
   }
   CHECK(stats.flows == flow_size.size());
@@ -65,7 +66,7 @@ TEST_CASE("a full-fidelity trace links every collective across all its ranks", "
     const auto members = result.program.groups.at(e["args"]["group"].get<std::size_t>()).size();
     if (members < 2) continue;
     ++collectives;
-    const auto at = flow_at.find({e["pid"], e["tid"], e["ts"]});
+    const auto at = flow_at.find({e["pid"].get<int>(), e["tid"].get<int>(), e["ts"].get<double>()});
     REQUIRE(at != flow_at.end());
     CHECK(flow_size[at->second] == static_cast<int>(members));
   }
@@ -142,7 +143,13 @@ TEST_CASE("a layout that does not fit gets changes that lower its peak", "[model
     changes.insert(f.change);
     CAPTURE(f.change, f.note);
     if (!f.valid) continue;
-    CHECK(f.peak_bytes < base.peak_bytes);
+    // Selective recompute re-runs core attention, which flash attention does not store anyway:
+    // it may save nothing here. Every other change must lower the peak.
+    if (f.change == "recompute=selective") {
+      CHECK(f.peak_bytes <= base.peak_bytes);
+    } else {
+      CHECK(f.peak_bytes < base.peak_bytes);
+    }
     CHECK(f.fits == (f.peak_bytes <= hbm));
   }
   for (const char* expected : {"recompute=selective", "recompute=full",

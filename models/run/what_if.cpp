@@ -1,0 +1,127 @@
+#include "models/run/what_if.hpp"
+
+#include <algorithm>
+
+#include "models/memory.hpp"
+#include "models/run/simulate.hpp"
+#include "sim/core/input_error.hpp"
+#include "sim/hw/dtype.hpp"
+
+namespace wallsim::models {
+namespace {
+
+Dtype training_dtype(const RunConfig& config) {
+  return config.training.precision == "fp8" ? Dtype::kFp8 : Dtype::kBf16;
+}
+
+// Scales the best GEMM throughput of every dtype, capped at its dense peak; returns the factor
+// the training precision actually got.
+double scale_gemm(GpuProfile& gpu, double factor, Dtype training) {
+  double applied = factor;
+  for (auto& [dtype, compute] : gpu.compute) {
+    const double scaled = std::min(compute.peak_flops, compute.gemm_best_flops * factor);
+    if (dtype == training) applied = scaled / compute.gemm_best_flops;
+    compute.gemm_best_flops = scaled;
+  }
+  return applied;
+}
+
+struct Candidate {
+  std::string change;
+  std::vector<std::string> overrides;
+};
+
+std::vector<Candidate> candidates(const RunConfig& config) {
+  const TrainingSpec& training = config.training;
+  const ParallelSizes& sizes = config.layout.sizes;
+  std::vector<Candidate> list;
+  if (training.recompute == Recompute::none) {
+    list.push_back({"recompute=selective", {"training.recompute=selective"}});
+  }
+  if (training.recompute != Recompute::full) {
+    list.push_back({"recompute=full", {"training.recompute=full"}});
+  }
+  if (!training.distributed_optimizer) {
+    list.push_back({"distributed_optimizer=true", {"training.distributed_optimizer=true"}});
+  }
+  if (training.micro_batch > 1) {
+    const std::string half = std::to_string(training.micro_batch / 2);
+    list.push_back({"micro_batch=" + half, {"training.micro_batch=" + half}});
+  }
+  // A config that states dp must state the halved one too.
+  const auto with_dp = [&](std::vector<std::string> overrides) {
+    if (config.parallel.dp) overrides.push_back("parallel.dp=" + std::to_string(sizes.dp / 2));
+    return overrides;
+  };
+  const std::string pp = std::to_string(sizes.pp * 2);
+  list.push_back({"pp=" + pp, with_dp({"parallel.pp=" + pp})});
+  if (sizes.tp * 2 <= config.cluster.gpus_per_node) {
+    const std::string tp = std::to_string(sizes.tp * 2);
+    list.push_back({"tp=" + tp, with_dp({"parallel.tp=" + tp})});
+  }
+  if (training.recompute != Recompute::full && !training.distributed_optimizer) {
+    list.push_back({"recompute=full + distributed_optimizer=true",
+                    {"training.recompute=full", "training.distributed_optimizer=true"}});
+  }
+  return list;
+}
+
+}  // namespace
+
+Sensitivity sensitivity(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
+                        const std::string& parameter, double factor, double baseline_step_s) {
+  RunConfig scaled_config = config;
+  GpuProfile scaled_gpu = gpu;
+  double applied = factor;
+  if (parameter == "nvlink_bandwidth") {
+    scaled_config.cluster.nvlink.bandwidth_GBps *= factor;
+  } else if (parameter == "ib_bandwidth") {
+    scaled_config.cluster.nic.bandwidth_Gbps *= factor;
+  } else if (parameter == "gemm_efficiency") {
+    applied = scale_gemm(scaled_gpu, factor, training_dtype(config));
+  } else if (parameter == "hbm_bandwidth") {
+    scaled_gpu.hbm_bandwidth_Bps *= factor;
+  } else {
+    throw InputError("sensitivity", "parameter", parameter,
+                     "must be one of: nvlink_bandwidth, ib_bandwidth, gemm_efficiency, "
+                     "hbm_bandwidth");
+  }
+  const double step = simulate(scaled_config, scaled_gpu, comm).summary.iteration_time_s;
+  return Sensitivity{parameter, applied, step,
+                     baseline_step_s > 0 ? step / baseline_step_s - 1 : 0};
+}
+
+std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile& gpu,
+                                       const CommProfile& comm, double baseline_step_s) {
+  std::vector<Sensitivity> all;
+  for (const char* parameter :
+       {"nvlink_bandwidth", "ib_bandwidth", "gemm_efficiency", "hbm_bandwidth"}) {
+    for (double factor : {1.1, 0.9}) {
+      all.push_back(sensitivity(config, gpu, comm, parameter, factor, baseline_step_s));
+    }
+  }
+  return all;
+}
+
+std::vector<FitCandidate> fit_suggestions(const RunConfig& config, const ConfigVariant& variant,
+                                          double hbm_bytes) {
+  std::vector<FitCandidate> result;
+  for (const Candidate& candidate : candidates(config)) {
+    FitCandidate fit;
+    fit.change = candidate.change;
+    try {
+      const RunConfig changed = variant(candidate.overrides);
+      const MemoryReport memory =
+          memory_report(changed.model, changed.layout, changed.training, hbm_bytes);
+      fit.peak_bytes = memory.peak_bytes;
+      fit.fits = memory.fits_in_memory;
+    } catch (const InputError& error) {
+      fit.valid = false;
+      fit.note = error.what();
+    }
+    result.push_back(fit);
+  }
+  return result;
+}
+
+}  // namespace wallsim::models

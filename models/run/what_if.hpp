@@ -1,0 +1,39 @@
+// What-ifs around a run: how the step time moves when one machine parameter changes by ±10%
+// (each answer re-simulates the step; no formula), and, for a layout that does not fit in
+// memory, which single change would make it fit (analytical peak, memory.hpp: fast).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/run_config.hpp"
+#include "sim/hw/gpu_profile.hpp"
+#include "sim/network/collective/comm_profile.hpp"
+#include "sim/report/run_summary.hpp"
+
+namespace wallsim::models {
+
+// Scales by `factor` the NVLink bandwidth ("nvlink_bandwidth"), the NIC line rate
+// ("ib_bandwidth"), the best GEMM throughput of every dtype ("gemm_efficiency", capped at the
+// dense peak: the reported factor is what the training precision got) or the HBM bandwidth
+// ("hbm_bandwidth") of copies of the inputs, and re-simulates.
+Sensitivity sensitivity(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
+                        const std::string& parameter, double factor, double baseline_step_s);
+
+// The four parameters at ×1.1 and ×0.9, in that order.
+std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile& gpu,
+                                       const CommProfile& comm, double baseline_step_s);
+
+// The run's config with extra `--set` overrides, validated again; throws InputError when the
+// result is not a valid layout. The CLI re-loads the config file with them.
+using ConfigVariant = std::function<RunConfig(const std::vector<std::string>& overrides)>;
+
+// Candidates, each alone: recompute selective, recompute full, distributed optimizer, micro-batch
+// halved, pp ×2, tp ×2 (within a node); and the memory-saving training switches together.
+// Only those that change something are listed; each with its analytical peak and whether it
+// fits in `hbm_bytes`.
+std::vector<FitCandidate> fit_suggestions(const RunConfig& config, const ConfigVariant& variant,
+                                          double hbm_bytes);
+
+}  // namespace wallsim::models

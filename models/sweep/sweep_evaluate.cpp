@@ -1,0 +1,100 @@
+#include "models/sweep/sweep_evaluate.hpp"
+
+#include <algorithm>
+#include <exception>
+
+#include "models/memory.hpp"
+#include "models/run/simulate.hpp"
+#include "sim/core/input_error.hpp"
+
+namespace wallsim::models {
+namespace {
+
+// "file: parallel.tp = 3: must divide ..." → "parallel.tp".
+std::string reason_key(const std::string& message, const std::string& file) {
+  std::string rest = message;
+  if (rest.rfind(file + ": ", 0) == 0) rest = rest.substr(file.size() + 2);
+  const auto end = std::min(rest.find(" = "), rest.find(": "));
+  return rest.substr(0, end);
+}
+
+std::optional<std::string> sweep_rule_violation(const SweepBase& base, const SweepSpace& space,
+                                                const SweepPoint& p) {
+  const std::int64_t layers = base.parsed.model.layers;
+  if (p.vpp > 1 && layers % (p.pp * p.vpp) != 0) {
+    return base.file + ": parallel.vpp = " + std::to_string(p.vpp) +
+           ": an interleaved schedule needs layers (" + std::to_string(layers) +
+           ") to divide by pp·vpp = " + std::to_string(p.pp * p.vpp);
+  }
+  const bool sp_on_in_space =
+      std::find(space.sequence_parallel.begin(), space.sequence_parallel.end(), true) !=
+      space.sequence_parallel.end();
+  if (p.tp == 1 && !p.sequence_parallel && sp_on_in_space) {
+    return base.file +
+           ": parallel.sequence_parallel = false: with tp = 1 the same layout as with it on";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ScreenedPoint screen_point(const SweepBase& base, const SweepSpace& space, std::int64_t index,
+                           double hbm_bytes) {
+  ScreenedPoint s;
+  s.index = index;
+  s.point = space.at(index);
+  if (auto violation = sweep_rule_violation(base, space, s.point)) {
+    s.reason = *violation;
+    s.reason_key = reason_key(s.reason, base.file);
+    return s;
+  }
+  try {
+    s.config = run_config_from_json(point_config(base, s.point), base.file);
+  } catch (const InputError& e) {
+    s.reason = e.what();
+    s.reason_key = reason_key(s.reason, base.file);
+    return s;
+  }
+  const MemoryReport memory =
+      memory_report(s.config->model, s.config->layout, s.config->training, hbm_bytes);
+  s.peak_bytes = memory.peak_bytes;
+  if (!memory.fits_in_memory) {
+    s.stage = PointStage::pruned_by_memory;
+    s.reason_key = "memory";
+    s.reason = "analytical peak exceeds HBM";
+    s.config.reset();
+    return s;
+  }
+  s.stage = PointStage::to_simulate;
+  return s;
+}
+
+SweepRow simulate_point(const ScreenedPoint& s, const GpuProfile& gpu, const CommProfile& comm,
+                        double hbm_bytes) {
+  SweepRow row;
+  row.index = s.index;
+  row.id = point_id(s.point);
+  row.point = s.point;
+  row.point.sequence_parallel = s.point.sequence_parallel || s.point.tp == 1;
+  row.dp = s.config->layout.sizes.dp;
+  row.num_microbatches = s.config->layout.num_microbatches;
+  row.peak_bytes = s.peak_bytes;
+  row.hbm_bytes = hbm_bytes;
+  row.fits = true;
+  try {
+    const RunSummary summary = simulate(*s.config, gpu, comm).summary;
+    row.step_time_s = summary.iteration_time_s;
+    row.tokens_per_s_per_gpu = summary.tokens_per_s_per_gpu;
+    row.mfu = summary.mfu;
+    row.peak_bytes = summary.peak_bytes;
+    row.hbm_bytes = summary.hbm_bytes;
+    row.fits = summary.fits_in_memory;
+    row.binding = summary.walls.binding;
+  } catch (const std::exception& e) {
+    row.error = e.what();
+    if (row.error.empty()) row.error = "simulation failed";
+  }
+  return row;
+}
+
+}  // namespace wallsim::models

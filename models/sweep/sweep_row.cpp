@@ -1,0 +1,83 @@
+#include "models/sweep/sweep_row.hpp"
+
+#include <algorithm>
+
+#include "sim/core/input_error.hpp"
+
+namespace wallsim::models {
+namespace {
+
+Recompute recompute_from(const std::string& name, const std::string& where) {
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    if (name == to_string(r)) return r;
+  }
+  throw InputError(where, "recompute", name, "must be one of: none, selective, full");
+}
+
+}  // namespace
+
+void sort_rows(std::vector<SweepRow>& rows) {
+  std::sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) {
+    if (a.failed() != b.failed()) return b.failed();
+    if (a.step_time_s != b.step_time_s) return a.step_time_s < b.step_time_s;
+    return a.id < b.id;
+  });
+}
+
+nlohmann::json row_to_json(const SweepRow& r) {
+  const SweepPoint& p = r.point;
+  return {{"index", r.index},
+          {"id", r.id},
+          {"tp", p.tp},
+          {"sequence_parallel", p.sequence_parallel && p.tp > 1},
+          {"cp", p.cp},
+          {"pp", p.pp},
+          {"vpp", p.vpp},
+          {"dp", r.dp},
+          {"micro_batch", p.micro_batch},
+          {"num_microbatches", r.num_microbatches},
+          {"recompute", to_string(p.recompute)},
+          {"distributed_optimizer", p.distributed_optimizer},
+          {"overlap", p.overlap},
+          {"step_time_s", r.step_time_s},
+          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+          {"mfu", r.mfu},
+          {"peak_bytes", r.peak_bytes},
+          {"hbm_bytes", r.hbm_bytes},
+          {"fits_in_memory", r.fits},
+          {"binding", r.binding},
+          {"error", r.error},
+          {"config", "configs/" + r.id + ".json"}};
+}
+
+SweepRow row_from_json(const nlohmann::json& j, const std::string& where) {
+  try {
+    SweepRow r;
+    r.index = j.at("index").get<std::int64_t>();
+    r.id = j.at("id").get<std::string>();
+    r.point.tp = j.at("tp").get<std::int64_t>();
+    r.point.sequence_parallel = j.at("sequence_parallel").get<bool>() || r.point.tp == 1;
+    r.point.cp = j.at("cp").get<std::int64_t>();
+    r.point.pp = j.at("pp").get<std::int64_t>();
+    r.point.vpp = j.at("vpp").get<std::int64_t>();
+    r.dp = j.at("dp").get<std::int64_t>();
+    r.point.micro_batch = j.at("micro_batch").get<std::int64_t>();
+    r.num_microbatches = j.at("num_microbatches").get<std::int64_t>();
+    r.point.recompute = recompute_from(j.at("recompute").get<std::string>(), where);
+    r.point.distributed_optimizer = j.at("distributed_optimizer").get<bool>();
+    r.point.overlap = j.at("overlap").get<bool>();
+    r.step_time_s = j.at("step_time_s").get<double>();
+    r.tokens_per_s_per_gpu = j.at("tokens_per_s_per_gpu").get<double>();
+    r.mfu = j.at("mfu").get<double>();
+    r.peak_bytes = j.at("peak_bytes").get<double>();
+    r.hbm_bytes = j.at("hbm_bytes").get<double>();
+    r.fits = j.at("fits_in_memory").get<bool>();
+    r.binding = j.at("binding").get<std::string>();
+    r.error = j.at("error").get<std::string>();
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(where, "rows", "", std::string("malformed sweep row: ") + e.what());
+  }
+}
+
+}  // namespace wallsim::models

@@ -1,0 +1,41 @@
+// One simulated sweep point as a result row, and the order rows are reported in.
+//
+// Units: seconds, bytes, tokens/s per GPU; `mfu` is a fraction. A point whose simulation failed
+// keeps its layout, analytical peak memory and `error`; its step time is 0 and it sorts last.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/sweep/sweep_space.hpp"
+
+namespace wallsim::models {
+
+struct SweepRow {
+  std::int64_t index = 0;  // in the space's enumeration
+  std::string id;          // point_id(point)
+  SweepPoint point;
+  std::int64_t dp = 1;
+  std::int64_t num_microbatches = 1;
+  double step_time_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double mfu = 0;
+  double peak_bytes = 0;
+  double hbm_bytes = 0;
+  bool fits = false;
+  std::string binding;  // memory | compute | communication ("" when the simulation failed)
+  std::string error;    // why the simulation failed ("" when it did not)
+  bool failed() const { return !error.empty(); }
+};
+
+// Fastest first (shortest step time), failed points last; ties by point id.
+void sort_rows(std::vector<SweepRow>& rows);
+
+nlohmann::json row_to_json(const SweepRow& row);
+// Throws InputError (naming `where`) when a field is missing or malformed.
+SweepRow row_from_json(const nlohmann::json& json, const std::string& where);
+
+}  // namespace wallsim::models

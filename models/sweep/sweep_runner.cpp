@@ -1,0 +1,135 @@
+#include "models/sweep/sweep_runner.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "models/sweep/sweep_evaluate.hpp"
+
+namespace wallsim::models {
+namespace {
+
+SweepReport report_header(const SweepBase& base, const SweepSpace& space, const ShardSpec& shard) {
+  const RunConfig& c = base.parsed;
+  SweepReport report;
+  report.model = c.model.name;
+  report.cluster = c.cluster.name;
+  report.num_gpus = base.num_gpus;
+  report.seq_len = c.training.seq_len;
+  report.global_batch = c.training.global_batch;
+  report.fidelity = c.simulation.fidelity;
+  report.network = c.simulation.network;
+  report.fingerprint = sweep_fingerprint(base, space);
+  report.shard = shard;
+  report.space = describe_space(space);
+  report.notes = sweep_notes(space);
+  return report;
+}
+
+void count_screened(const std::vector<ScreenedPoint>& screened, SweepCounts& counts) {
+  for (const auto& s : screened) {
+    ++counts.points;
+    if (s.stage == PointStage::pruned_by_layout) {
+      ++counts.pruned_by_layout;
+      ++counts.layout_reasons[s.reason_key];
+      counts.reason_examples.emplace(s.reason_key, s.reason);
+    } else if (s.stage == PointStage::pruned_by_memory) {
+      ++counts.pruned_by_memory;
+    } else {
+      ++counts.simulated;
+    }
+  }
+}
+
+}  // namespace
+
+void parallel_for(std::int64_t count, int jobs, const std::function<void(std::int64_t)>& body) {
+  std::atomic<std::int64_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    for (std::int64_t i = next++; i < count; i = next++) {
+      try {
+        body(i);
+      } catch (...) {
+        const std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = count;
+      }
+    }
+  };
+  const auto threads = static_cast<std::int64_t>(std::max(1, jobs));
+  std::vector<std::thread> pool;
+  for (std::int64_t t = 1; t < std::min(threads, count); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& thread : pool) thread.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+std::string sweep_fingerprint(const SweepBase& base, const SweepSpace& space) {
+  std::string text = base.document.dump();
+  for (const auto& [knob, values] : describe_space(space)) text += "|" + knob + "=" + values;
+  return fingerprint(text);
+}
+
+std::vector<std::string> sweep_notes(const SweepSpace& space) {
+  std::vector<std::string> notes;
+  if (std::any_of(space.cp.begin(), space.cp.end(), [](std::int64_t cp) { return cp > 1; })) {
+    notes.push_back(
+        "cp > 1: the layout rules and memory account for context parallelism, but "
+        "its communication is not simulated yet (rows with cp > 1 are optimistic)");
+  } else {
+    notes.push_back(
+        "cp = 1 only: context-parallel communication is not simulated yet "
+        "(--vary cp=1,2,4,8 adds it to the space anyway)");
+  }
+  notes.push_back("dense models only: ep and etp are not swept (MoE is not supported yet)");
+  return notes;
+}
+
+SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const SweepHardware& hw,
+                      const SweepRunOptions& options) {
+  SweepReport report = report_header(base, space, options.shard);
+  const auto indices = shard_indices(space.size(), options.shard);
+  std::vector<ScreenedPoint> screened(indices.size());
+  parallel_for(static_cast<std::int64_t>(indices.size()), options.jobs, [&](std::int64_t i) {
+    const auto k = static_cast<std::size_t>(i);
+    screened[k] = screen_point(base, space, indices[k], hw.hbm_bytes);
+  });
+  count_screened(screened, report.counts);
+  if (options.on_screened) options.on_screened(report.counts);
+
+  std::map<std::int64_t, const SweepRow*> done;
+  for (const auto& row : options.already_done) done.emplace(row.index, &row);
+  std::vector<const ScreenedPoint*> to_simulate;
+  for (const auto& s : screened) {
+    if (s.stage != PointStage::to_simulate) continue;
+    auto it = done.find(s.index);
+    if (it != done.end()) {
+      report.rows.push_back(*it->second);
+    } else {
+      to_simulate.push_back(&s);
+    }
+  }
+  const auto resumed = static_cast<std::int64_t>(report.rows.size());
+  std::vector<SweepRow> simulated(to_simulate.size());
+  std::mutex progress_mutex;
+  std::int64_t finished = resumed;
+  parallel_for(static_cast<std::int64_t>(to_simulate.size()), options.jobs, [&](std::int64_t i) {
+    const auto k = static_cast<std::size_t>(i);
+    simulated[k] = simulate_point(*to_simulate[k], hw.gpu, hw.comm, hw.hbm_bytes);
+    const std::lock_guard lock(progress_mutex);
+    ++finished;
+    if (options.on_row) options.on_row(simulated[k], finished, report.counts.simulated);
+  });
+  report.rows.insert(report.rows.end(), simulated.begin(), simulated.end());
+  report.counts.failed = static_cast<std::int64_t>(std::count_if(
+      report.rows.begin(), report.rows.end(), [](const SweepRow& r) { return r.failed(); }));
+  sort_rows(report.rows);
+  return report;
+}
+
+}  // namespace wallsim::models

@@ -1,0 +1,224 @@
+#include "models/sweep/sweep_space.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "sim/core/input_error.hpp"
+
+namespace wallsim::models {
+namespace {
+
+template <typename T>
+std::size_t pick(const std::vector<T>& values, std::int64_t& index) {
+  const auto n = static_cast<std::int64_t>(values.size());
+  const auto chosen = static_cast<std::size_t>(index % n);
+  index /= n;
+  return chosen;
+}
+
+[[noreturn]] void reject(const std::string& assignment, const std::string& problem) {
+  throw InputError("command line", "--vary", assignment, problem);
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, separator)) parts.push_back(part);
+  return parts;
+}
+
+std::vector<std::int64_t> parse_sizes(const std::string& assignment,
+                                      const std::vector<std::string>& values) {
+  std::vector<std::int64_t> sizes;
+  for (const auto& value : values) {
+    std::size_t used = 0;
+    long long parsed = 0;
+    try {
+      parsed = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != value.size() || value.empty() || parsed < 1) {
+      reject(assignment, "\"" + value + "\" is not a positive integer");
+    }
+    sizes.push_back(parsed);
+  }
+  return sizes;
+}
+
+std::vector<bool> parse_switches(const std::string& assignment,
+                                 const std::vector<std::string>& values) {
+  std::vector<bool> switches;
+  for (const auto& value : values) {
+    if (value == "on" || value == "true") {
+      switches.push_back(true);
+    } else if (value == "off" || value == "false") {
+      switches.push_back(false);
+    } else {
+      reject(assignment, "\"" + value + "\" must be one of: on, off, true, false");
+    }
+  }
+  return switches;
+}
+
+std::vector<Recompute> parse_recompute(const std::string& assignment,
+                                       const std::vector<std::string>& values) {
+  std::vector<Recompute> choices;
+  for (const auto& value : values) {
+    bool found = false;
+    for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+      if (value == to_string(r)) {
+        choices.push_back(r);
+        found = true;
+      }
+    }
+    if (!found) reject(assignment, "\"" + value + "\" must be one of: none, selective, full");
+  }
+  return choices;
+}
+
+template <typename T>
+void keep_unique(std::vector<T>& values) {
+  std::vector<T> unique;
+  for (const T& value : values) {
+    if (std::find(unique.begin(), unique.end(), value) == unique.end()) unique.push_back(value);
+  }
+  values = std::move(unique);
+}
+
+template <typename T>
+std::string join(const std::vector<T>& values) {
+  std::string text;
+  for (const T& value : values) {
+    if (!text.empty()) text += ",";
+    if constexpr (std::is_same_v<T, bool>) {
+      text += value ? "on" : "off";
+    } else if constexpr (std::is_same_v<T, Recompute>) {
+      text += to_string(value);
+    } else {
+      text += std::to_string(value);
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string point_id(const SweepPoint& p) {
+  std::string id = "tp" + std::to_string(p.tp) + "-cp" + std::to_string(p.cp) + "-pp" +
+                   std::to_string(p.pp) + "-vpp" + std::to_string(p.vpp) + "-mb" +
+                   std::to_string(p.micro_batch) + "-" + to_string(p.recompute);
+  if (p.tp > 1 && !p.sequence_parallel) id += "-nosp";
+  if (!p.distributed_optimizer) id += "-nodo";
+  if (!p.overlap) id += "-noov";
+  return id;
+}
+
+std::int64_t SweepSpace::size() const {
+  return static_cast<std::int64_t>(tp.size() * sequence_parallel.size() * cp.size() * pp.size() *
+                                   vpp.size() * micro_batch.size() * recompute.size() *
+                                   distributed_optimizer.size() * overlap.size());
+}
+
+SweepPoint SweepSpace::at(std::int64_t index) const {
+  // Mixed radix, the last knob varying fastest.
+  SweepPoint p;
+  p.overlap = overlap[pick(overlap, index)];
+  p.distributed_optimizer = distributed_optimizer[pick(distributed_optimizer, index)];
+  p.recompute = recompute[pick(recompute, index)];
+  p.micro_batch = micro_batch[pick(micro_batch, index)];
+  p.vpp = vpp[pick(vpp, index)];
+  p.pp = pp[pick(pp, index)];
+  p.cp = cp[pick(cp, index)];
+  p.sequence_parallel = sequence_parallel[pick(sequence_parallel, index)];
+  p.tp = tp[pick(tp, index)];
+  return p;
+}
+
+const std::vector<std::string>& sweep_knob_names() {
+  static const std::vector<std::string> kNames{"tp", "sp",        "cp",       "pp",     "vpp",
+                                               "mb", "recompute", "dist_opt", "overlap"};
+  return kNames;
+}
+
+SweepSpace default_space(const SpaceShape& shape) {
+  SweepSpace space;
+  space.tp.clear();
+  for (std::int64_t tp : {1, 2, 4, 8}) {
+    if (tp <= shape.gpus_per_node && shape.num_gpus % tp == 0) space.tp.push_back(tp);
+  }
+  if (space.tp.empty()) space.tp.push_back(1);
+  space.pp.clear();
+  for (std::int64_t pp = 1; pp <= std::min(shape.num_gpus, shape.layers); ++pp) {
+    if (shape.num_gpus % pp == 0) space.pp.push_back(pp);
+  }
+  for (std::int64_t v = 2; v <= shape.layers; ++v) {
+    const bool fits = std::any_of(space.pp.begin(), space.pp.end(), [&](std::int64_t pp) {
+      return pp > 1 && shape.layers % (pp * v) == 0;
+    });
+    if (fits) space.vpp.push_back(v);
+  }
+  space.micro_batch = {1, 2, 4};
+  space.recompute = {Recompute::none, Recompute::selective, Recompute::full};
+  return space;
+}
+
+void apply_vary(SweepSpace& space, const std::string& assignment) {
+  const auto equals = assignment.find('=');
+  if (equals == std::string::npos || equals + 1 == assignment.size()) {
+    reject(assignment,
+           "must be knob=v1,v2,... (knobs: tp, sp, cp, pp, vpp, mb, recompute, "
+           "dist_opt, overlap)");
+  }
+  const std::string knob = assignment.substr(0, equals);
+  const auto values = split(assignment.substr(equals + 1), ',');
+  if (knob == "tp")
+    space.tp = parse_sizes(assignment, values);
+  else if (knob == "cp")
+    space.cp = parse_sizes(assignment, values);
+  else if (knob == "pp")
+    space.pp = parse_sizes(assignment, values);
+  else if (knob == "vpp")
+    space.vpp = parse_sizes(assignment, values);
+  else if (knob == "mb" || knob == "micro_batch")
+    space.micro_batch = parse_sizes(assignment, values);
+  else if (knob == "recompute")
+    space.recompute = parse_recompute(assignment, values);
+  else if (knob == "sp")
+    space.sequence_parallel = parse_switches(assignment, values);
+  else if (knob == "dist_opt")
+    space.distributed_optimizer = parse_switches(assignment, values);
+  else if (knob == "overlap")
+    space.overlap = parse_switches(assignment, values);
+  else if (knob == "ep" || knob == "etp") {
+    reject(assignment, "expert parallelism needs a MoE model (not supported yet)");
+  } else {
+    reject(assignment,
+           "unknown knob \"" + knob +
+               "\"; valid knobs: tp, sp, cp, pp, vpp, mb, recompute, dist_opt, overlap");
+  }
+  keep_unique(space.tp);
+  keep_unique(space.cp);
+  keep_unique(space.pp);
+  keep_unique(space.vpp);
+  keep_unique(space.micro_batch);
+  keep_unique(space.recompute);
+  keep_unique(space.sequence_parallel);
+  keep_unique(space.distributed_optimizer);
+  keep_unique(space.overlap);
+}
+
+std::vector<std::pair<std::string, std::string>> describe_space(const SweepSpace& s) {
+  return {{"tp", join(s.tp)},
+          {"sp", join(s.sequence_parallel)},
+          {"cp", join(s.cp)},
+          {"pp", join(s.pp)},
+          {"vpp", join(s.vpp)},
+          {"mb", join(s.micro_batch)},
+          {"recompute", join(s.recompute)},
+          {"dist_opt", join(s.distributed_optimizer)},
+          {"overlap", join(s.overlap)}};
+}
+
+}  // namespace wallsim::models

@@ -1,0 +1,76 @@
+// The space of a layout sweep: a list of values per knob, enumerated as their Cartesian product.
+//
+// A point is one value of every knob. Points are numbered 0 .. size()-1 in a fixed mixed-radix
+// order (tp varies slowest, then sp, cp, pp, vpp, micro_batch, recompute, distributed
+// optimizer, overlap), so an index names the same point on every machine and in every shard.
+// The default space (default_space) is what issue 9 asks for on a dense model: tp ∈ {1,2,4,8}
+// within a node, sequence parallelism on, cp = 1, pp over the divisors of the GPU count that
+// fit the layers, vpp over the splits the layers allow, micro_batch ∈ {1,2,4},
+// recompute ∈ {none, selective, full}, distributed optimizer and overlaps on. `--vary k=v,...`
+// replaces a knob's list (apply_vary).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/training_spec.hpp"
+
+namespace wallsim::models {
+
+struct SweepPoint {
+  std::int64_t tp = 1;
+  bool sequence_parallel = true;  // requested; effective only when tp > 1
+  std::int64_t cp = 1;
+  std::int64_t pp = 1;
+  std::int64_t vpp = 1;
+  std::int64_t micro_batch = 1;
+  Recompute recompute = Recompute::none;
+  bool distributed_optimizer = true;
+  bool overlap = true;  // training.overlap.{tp_comm, dp_grad_reduce, dp_param_gather}
+  bool operator==(const SweepPoint&) const = default;
+};
+
+// A stable, file-name-safe name of a point, e.g. "tp8-cp1-pp4-vpp5-mb1-none"; switches that are
+// off add "-nosp" (only when tp > 1), "-nodo", "-noov".
+std::string point_id(const SweepPoint& point);
+
+struct SweepSpace {
+  std::vector<std::int64_t> tp{1};
+  std::vector<bool> sequence_parallel{true};
+  std::vector<std::int64_t> cp{1};
+  std::vector<std::int64_t> pp{1};
+  std::vector<std::int64_t> vpp{1};
+  std::vector<std::int64_t> micro_batch{1};
+  std::vector<Recompute> recompute{Recompute::none};
+  std::vector<bool> distributed_optimizer{true};
+  std::vector<bool> overlap{true};
+
+  std::int64_t size() const;
+  // The point with this index (0 <= index < size()).
+  SweepPoint at(std::int64_t index) const;
+};
+
+// The knob names --vary accepts, in enumeration order.
+const std::vector<std::string>& sweep_knob_names();
+
+struct SpaceShape {
+  std::int64_t layers = 1;
+  std::int64_t num_gpus = 1;
+  std::int64_t gpus_per_node = 8;
+};
+
+// The default space for a dense model of `layers` on `num_gpus` GPUs (see the header comment):
+// tp ∈ {1,2,4,8} ≤ gpus_per_node; pp: every divisor of num_gpus that is ≤ layers; vpp: 1 and
+// every v > 1 with layers % (pp·v) == 0 for some pp in the list.
+SweepSpace default_space(const SpaceShape& shape);
+
+// Applies one "--vary" assignment "knob=v1,v2,..." (integers for sizes; none|selective|full for
+// recompute; on|off|true|false for sp, dist_opt, overlap). Throws InputError naming the knob
+// and what is allowed.
+void apply_vary(SweepSpace& space, const std::string& assignment);
+
+// Each knob's values as text, for output headers ({"tp": "1,2,4,8", ...}).
+std::vector<std::pair<std::string, std::string>> describe_space(const SweepSpace& space);
+
+}  // namespace wallsim::models

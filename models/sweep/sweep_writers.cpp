@@ -1,0 +1,86 @@
+#include "models/sweep/sweep_writers.hpp"
+
+#include <cstdio>
+#include <ostream>
+
+namespace wallsim::models {
+namespace {
+
+std::string number(double value, const char* format = "%.9g") {
+  char text[64];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
+// RFC 4180: quote fields holding a comma, quote or line break.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+const char* on_off(bool value) {
+  return value ? "true" : "false";
+}
+
+void write_csv_row(std::ostream& out, std::size_t rank, const SweepRow& r) {
+  const SweepPoint& p = r.point;
+  out << rank << "," << r.id << "," << p.tp << "," << on_off(p.sequence_parallel && p.tp > 1) << ","
+      << p.cp << "," << p.pp << "," << p.vpp << "," << r.dp << "," << p.micro_batch << ","
+      << r.num_microbatches << "," << to_string(p.recompute) << ","
+      << on_off(p.distributed_optimizer) << "," << on_off(p.overlap) << "," << number(r.step_time_s)
+      << "," << number(r.tokens_per_s_per_gpu) << "," << number(r.mfu) << ","
+      << number(r.peak_bytes, "%.0f") << "," << number(r.hbm_bytes, "%.0f") << "," << on_off(r.fits)
+      << "," << r.binding << "," << csv_field(r.error) << ",configs/" << r.id << ".json\n";
+}
+
+void write_counts(const SweepReport& report, std::ostream& out) {
+  const SweepCounts& c = report.counts;
+  out << c.points << " points: " << c.pruned_by_layout << " pruned by the layout rules, "
+      << c.pruned_by_memory << " by the memory check, " << c.simulated << " simulated";
+  if (c.failed > 0) out << " (" << c.failed << " failed)";
+  out << "\n";
+  for (const auto& [key, count] : c.layout_reasons) {
+    out << "  layout: " << count << " x " << key << "  e.g. " << c.reason_examples.at(key) << "\n";
+  }
+}
+
+}  // namespace
+
+std::string format_gib(double bytes) {
+  return number(bytes / (1024.0 * 1024 * 1024), "%.1f") + " GiB";
+}
+
+void write_sweep_csv(const SweepReport& report, std::ostream& out) {
+  out << "rank,id,tp,sp,cp,pp,vpp,dp,micro_batch,num_microbatches,recompute,"
+         "distributed_optimizer,overlap,step_time_s,tokens_per_s_per_gpu,mfu,peak_bytes,"
+         "hbm_bytes,fits_in_memory,binding,error,config\n";
+  for (std::size_t i = 0; i < report.rows.size(); ++i) write_csv_row(out, i + 1, report.rows[i]);
+}
+
+void write_sweep_json(const SweepReport& report, std::ostream& out) {
+  out << report_to_json(report).dump(2) << "\n";
+}
+
+void write_sweep_text(const SweepReport& report, std::ostream& out, std::size_t top) {
+  out << report.model << " on " << report.num_gpus << " GPUs (" << report.cluster << ", seq "
+      << report.seq_len << ", global batch " << report.global_batch << ", " << report.fidelity
+      << " fidelity, " << report.network << " network)\n";
+  write_counts(report, out);
+  char line[256];
+  std::snprintf(line, sizeof line, "%4s  %-34s %10s %12s %6s %10s  %s\n", "rank", "layout",
+                "step s", "tok/s/GPU", "MFU", "peak", "binding");
+  out << line;
+  for (std::size_t i = 0; i < report.rows.size() && i < top; ++i) {
+    const SweepRow& r = report.rows[i];
+    std::snprintf(line, sizeof line, "%4zu  %-34s %10.4f %12.1f %5.1f%% %10s  %s\n", i + 1,
+                  (r.id + " dp" + std::to_string(r.dp)).c_str(), r.step_time_s,
+                  r.tokens_per_s_per_gpu, 100 * r.mfu, format_gib(r.peak_bytes).c_str(),
+                  r.failed() ? ("error: " + r.error).c_str() : r.binding.c_str());
+    out << line;
+  }
+  for (const auto& note : report.notes) out << "note: " << note << "\n";
+}
+
+}  // namespace wallsim::models

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for SECONDS each, seeded from the repository's own configs and test
+# data, after replaying the saved regression inputs. Usage: scripts/fuzz.sh BUILD_DIR [SECONDS]
+set -euo pipefail
+build=${1:?usage: scripts/fuzz.sh BUILD_DIR [SECONDS]}
+seconds=${2:-30}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+seed() {  # seed TARGET FILES...
+  local target=$1
+  shift
+  mkdir -p "$work/$target"
+  for file in "$@"; do [ -f "$file" ] && cp "$file" "$work/$target/" || true; done
+}
+seed fuzz_run_config "$root"/configs/examples/*.json "$root"/configs/validation/*.json \
+  "$root"/configs/models/*.json
+seed fuzz_cluster "$root"/configs/clusters/*.json
+seed fuzz_profile "$root"/calibration/profiles/*.json
+seed fuzz_raw "$root"/tests/data/calibration/*.raw.json
+mkdir -p "$work/fuzz_text"
+printf '1KiB:8GiB' >"$work/fuzz_text/range"
+printf 'training.micro_batch=2' >"$work/fuzz_text/set"
+printf '{"a": [1, 2.5e3, "x"]}' >"$work/fuzz_text/json"
+
+status=0
+for target in fuzz_run_config fuzz_cluster fuzz_profile fuzz_raw fuzz_text; do
+  binary="$build/fuzz/$target"
+  regressions="$root/fuzz/regressions/$target"
+  if [ -d "$regressions" ] && [ -n "$(ls -A "$regressions")" ]; then
+    echo "== $target: replaying $(ls "$regressions" | wc -l) regression input(s)"
+    "$binary" -runs=0 "$regressions" || status=1
+  fi
+  echo "== $target: fuzzing for ${seconds}s"
+  "$binary" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+    -artifact_prefix="$work/" "$work/$target" 2>&1 | tail -n 3 || status=1
+  for artifact in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
+    [ -e "$artifact" ] || continue
+    echo "found: $artifact (save it under fuzz/regressions/$target/)"; status=1
+  done
+done
+exit $status

@@ -1,0 +1,132 @@
+// Symmetric fidelity simulates one rank per class (pipeline stage) and full fidelity every
+// rank; DESIGN.md ("Two fidelities, one answer") requires them to agree within 1% on step time
+// and peak memory wherever both run. Layouts use real sizes (up to 512 GPUs) with few layers
+// and micro-batches, so the full runs stay fast.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "calibration/profile.hpp"
+#include "models/run/simulate.hpp"
+
+using namespace wallsim;
+using namespace wallsim::models;
+using nlohmann::json;
+
+namespace {
+
+// A Llama-like model, narrow enough to simulate 512 ranks quickly.
+json small_model(int layers, bool tied) {
+  return {{"layers", layers},       {"hidden", 2048},     {"heads", 16},
+          {"kv_heads", 8},          {"ffn_hidden", 5632}, {"vocab", 32000},
+          {"activation", "swiglu"}, {"norm", "rmsnorm"},  {"tied_embeddings", tied}};
+}
+
+json layout_config(int gpus, json parallel, json training, int layers = 8, bool tied = false) {
+  json t = {{"seq_len", 4096}, {"micro_batch", 1}, {"precision", "bf16"}};
+  t.update(training);
+  return {{"model", small_model(layers, tied)},
+          {"cluster", "../clusters/dgx-h100.json"},
+          {"num_gpus", gpus},
+          {"parallel", parallel},
+          {"training", t},
+          {"simulation", {{"network", "flow"}}}};
+}
+
+SimulationResult run(json document, const std::string& fidelity, double leaf_oversubscription) {
+  const std::string root = WALLSIM_SOURCE_ROOT;
+  document["simulation"]["fidelity"] = fidelity;
+  RunConfig config = run_config_from_json(document, root + "/configs/examples/test.json");
+  config.cluster.fabric.leaf_oversubscription = leaf_oversubscription;
+  const Profile profile = load_profile(root + "/calibration/profiles/h100-sxm.json");
+  return simulate(config, profile.gpu, profile.comm);
+}
+
+double relative_gap(double a, double b) {
+  return std::abs(a - b) / std::max(std::abs(a), std::abs(b));
+}
+
+// Step time, and per stage the simulated peak memory, agree within 1%.
+void check_agreement(const json& document, double leaf_oversubscription = 1.0) {
+  const SimulationResult symmetric = run(document, "symmetric", leaf_oversubscription);
+  const SimulationResult full = run(document, "full", leaf_oversubscription);
+  INFO("layout " << full.summary.layout);
+  REQUIRE(full.program.graphs.size() == static_cast<std::size_t>(document["num_gpus"].get<int>()));
+  REQUIRE(symmetric.program.graphs.size() < full.program.graphs.size());
+  INFO("step time: symmetric " << symmetric.summary.iteration_time_s << " s, full "
+                               << full.summary.iteration_time_s << " s");
+  CHECK(relative_gap(symmetric.summary.iteration_time_s, full.summary.iteration_time_s) < 0.01);
+  REQUIRE(symmetric.summary.per_stage.size() == full.summary.per_stage.size());
+  for (std::size_t s = 0; s < full.summary.per_stage.size(); ++s) {
+    INFO("stage " << s);
+    CHECK(relative_gap(symmetric.summary.per_stage[s].simulated_peak,
+                       full.summary.per_stage[s].simulated_peak) < 0.01);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("symmetric agrees with full: tp8 sp pp4 dp16 on 512 GPUs, distributed optimizer",
+          "[scenario][fidelity]") {
+  check_agreement(layout_config(512, {{"tp", 8}, {"sequence_parallel", true}, {"pp", 4}},
+                                {{"global_batch", 64}, {"distributed_optimizer", true}}));
+}
+
+TEST_CASE("symmetric agrees with full: tp4 sp pp2 vpp2 dp8 on 64 GPUs (interleaved)",
+          "[scenario][fidelity]") {
+  check_agreement(layout_config(64, {{"tp", 4}, {"sequence_parallel", true}, {"pp", 2}, {"vpp", 2}},
+                                {{"global_batch", 32}, {"distributed_optimizer", true}}));
+}
+
+TEST_CASE("symmetric agrees with full: tp4 pp8 vpp2 dp16 on 512 GPUs, no SP, plain optimizer",
+          "[scenario][fidelity]") {
+  check_agreement(layout_config(512, {{"tp", 4}, {"pp", 8}, {"vpp", 2}},
+                                {{"global_batch", 128}, {"distributed_optimizer", false}}, 16));
+}
+
+TEST_CASE("symmetric agrees with full: tp8 sp dp64 on 512 GPUs, overlapped DP communication",
+          "[scenario][fidelity]") {
+  check_agreement(
+      layout_config(512, {{"tp", 8}, {"sequence_parallel", true}},
+                    {{"global_batch", 128},
+                     {"distributed_optimizer", true},
+                     {"overlap", {{"dp_grad_reduce", true}, {"dp_param_gather", true}}}},
+                    4));
+}
+
+TEST_CASE("symmetric agrees with full: tp1 pp4 dp32 on 128 GPUs (DP rings inside nodes)",
+          "[scenario][fidelity]") {
+  check_agreement(layout_config(128, {{"tp", 1}, {"pp", 4}},
+                                {{"global_batch", 128}, {"distributed_optimizer", true}}));
+}
+
+TEST_CASE("symmetric agrees with full: tp8 sp pp8 vpp2 dp8 on 512 GPUs, selective recompute",
+          "[scenario][fidelity]") {
+  check_agreement(layout_config(
+      512, {{"tp", 8}, {"sequence_parallel", true}, {"pp", 8}, {"vpp", 2}},
+      {{"global_batch", 64}, {"distributed_optimizer", true}, {"recompute", "selective"}}, 16));
+}
+
+TEST_CASE("symmetric agrees with full: tied embeddings across pp4 (embedding group)",
+          "[scenario][fidelity]") {
+  check_agreement(layout_config(64, {{"tp", 4}, {"sequence_parallel", true}, {"pp", 4}},
+                                {{"global_batch", 32}, {"distributed_optimizer", true}}, 8,
+                                /*tied=*/true));
+}
+
+// Uneven stages: the first and last stages hold fewer layers, so every stage is its own class
+// with its own program and memory.
+TEST_CASE("symmetric agrees with full where classes split: uneven first and last stages",
+          "[scenario][fidelity]") {
+  check_agreement(layout_config(256,
+                                {{"tp", 8},
+                                 {"sequence_parallel", true},
+                                 {"pp", 4},
+                                 {"first_stage_layers", 1},
+                                 {"last_stage_layers", 2}},
+                                {{"global_batch", 32}, {"distributed_optimizer", true}}, 9));
+}

@@ -1,0 +1,98 @@
+#include <catch2/catch.hpp>
+
+#include "models/layout.hpp"
+#include "models/memory.hpp"
+#include "models/sweep/sweep_config.hpp"
+#include "models/sweep/sweep_evaluate.hpp"
+#include "sim/core/input_error.hpp"
+
+using namespace wallsim;
+using namespace wallsim::models;
+
+namespace {
+
+const std::string kConfig =
+    std::string(WALLSIM_SOURCE_ROOT) + "/configs/examples/llama3-8b-8gpu.json";
+constexpr double kHbmBytes = 40.0 * 1024 * 1024 * 1024;  // small, so memory prunes some points
+
+// The brute-force answer for one point, built from the typed specs directly (not from the
+// point's JSON): is the layout valid under Megatron's rules as make_layout states them (plus
+// the sweep's even interleaving split and the tp = 1 duplicate), and does it fit?
+PointStage brute_force_stage(const SweepBase& base, const SweepPoint& p) {
+  const RunConfig& c = base.parsed;
+  ParallelSpec parallel;
+  parallel.tp = p.tp;
+  parallel.sequence_parallel = p.sequence_parallel && p.tp > 1;
+  parallel.cp = p.cp;
+  parallel.pp = p.pp;
+  parallel.vpp = p.vpp;
+  TrainingSpec training = c.training;
+  training.micro_batch = p.micro_batch;
+  training.recompute = p.recompute;
+  training.distributed_optimizer = p.distributed_optimizer;
+  training.schedule = "1f1b";
+  if (p.vpp > 1 && c.model.layers % (p.pp * p.vpp) != 0) return PointStage::pruned_by_layout;
+  if (p.tp == 1 && !p.sequence_parallel) return PointStage::pruned_by_layout;
+  Layout layout;
+  try {
+    layout = make_layout(c.model, parallel, training, base.num_gpus, "brute force");
+  } catch (const InputError&) {
+    return PointStage::pruned_by_layout;
+  }
+  return memory_report(c.model, layout, training, kHbmBytes).fits_in_memory
+             ? PointStage::to_simulate
+             : PointStage::pruned_by_memory;
+}
+
+}  // namespace
+
+TEST_CASE("pruning keeps exactly the valid layouts that fit, against brute force", "[sweep]") {
+  // Llama 3 8B on 8 GPUs with a global batch of 16: the batch rule, tp | heads, pp·vpp | layers
+  // and the memory check all bite.
+  const SweepBase base = load_sweep_base(kConfig, {"training.global_batch=16"}, 8);
+  SweepSpace space = default_space({base.parsed.model.layers, 8, 8});
+  apply_vary(space, "sp=on,off");
+  apply_vary(space, "dist_opt=on,off");
+  apply_vary(space, "tp=1,2,3,4,8");  // 3 divides no head count: always pruned
+  std::int64_t counts[3] = {0, 0, 0};
+  for (std::int64_t i = 0; i < space.size(); ++i) {
+    const ScreenedPoint screened = screen_point(base, space, i, kHbmBytes);
+    const PointStage expected = brute_force_stage(base, screened.point);
+    INFO(point_id(screened.point) << ": " << screened.reason);
+    REQUIRE(screened.stage == expected);
+    CHECK(screened.config.has_value() == (expected == PointStage::to_simulate));
+    ++counts[static_cast<int>(expected)];
+  }
+  // Not vacuous: every stage has points.
+  CHECK(counts[0] > 0);
+  CHECK(counts[1] > 0);
+  CHECK(counts[2] > 0);
+}
+
+TEST_CASE("a point's config is the base with the point's layout written in", "[sweep]") {
+  const SweepBase base = load_sweep_base(kConfig, {}, 16);
+  const SweepPoint p{4, true, 1, 2, 2, 2, Recompute::full, true, false};
+  const RunConfig config = run_config_from_json(point_config(base, p), "point.json");
+  CHECK(config.num_gpus == 16);
+  CHECK(config.layout.sizes.tp == 4);
+  CHECK(config.layout.sequence_parallel);
+  CHECK(config.layout.sizes.pp == 2);
+  CHECK(config.layout.vpp == 2);
+  CHECK(config.layout.sizes.dp == 2);
+  CHECK(config.training.micro_batch == 2);
+  CHECK(config.training.recompute == Recompute::full);
+  CHECK_FALSE(config.training.overlap.tp_comm);
+  CHECK_FALSE(config.training.overlap.dp_grad_reduce);
+  CHECK(config.model.layers == 32);  // model inline: no path left to resolve
+  CHECK(point_config(base, p).at("model").is_object());
+}
+
+TEST_CASE("layout prunes are keyed by the rule that failed", "[sweep]") {
+  const SweepBase base = load_sweep_base(kConfig, {}, 12);  // 12 GPUs: tp = 3 divides them
+  SweepSpace space;
+  space.tp = {3};
+  const ScreenedPoint s = screen_point(base, space, 0, kHbmBytes);
+  CHECK(s.stage == PointStage::pruned_by_layout);
+  CHECK(s.reason_key == "parallel.tp");
+  CHECK_THAT(s.reason, Catch::Contains("must divide the attention heads"));
+}

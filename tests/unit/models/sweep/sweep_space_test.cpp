@@ -1,0 +1,77 @@
+#include <set>
+
+#include <catch2/catch.hpp>
+
+#include "models/sweep/sweep_space.hpp"
+#include "sim/core/input_error.hpp"
+
+using namespace wallsim;
+using namespace wallsim::models;
+
+TEST_CASE("the space's size is the product of its knobs' value counts, each point once",
+          "[sweep]") {
+  SweepSpace space;
+  space.tp = {1, 2, 4};
+  space.pp = {1, 2};
+  space.micro_batch = {1, 2};
+  space.recompute = {Recompute::none, Recompute::full};
+  // 3 · 2 · 2 · 2 = 24 by hand.
+  REQUIRE(space.size() == 24);
+  std::set<std::string> ids;
+  for (std::int64_t i = 0; i < space.size(); ++i) ids.insert(point_id(space.at(i)));
+  CHECK(ids.size() == 24);
+  // The last knob varies fastest: point 0 and 1 differ only in recompute (overlap has one value).
+  CHECK(space.at(0).recompute == Recompute::none);
+  CHECK(space.at(1).recompute == Recompute::full);
+  CHECK(space.at(23) == SweepPoint{4, true, 1, 2, 1, 2, Recompute::full, true, true});
+}
+
+TEST_CASE("the default space of Llama 3 70B on 1,024 GPUs, counted by hand", "[sweep]") {
+  const SweepSpace space = default_space({80, 1024, 8});
+  CHECK(space.tp == std::vector<std::int64_t>{1, 2, 4, 8});
+  CHECK(space.cp == std::vector<std::int64_t>{1});
+  // Divisors of 1024 that are at most 80 layers.
+  CHECK(space.pp == std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64});
+  // v > 1 with 80 % (pp·v) == 0 for some pp > 1 in the list: pp = 2 gives the divisors of 40.
+  CHECK(space.vpp == std::vector<std::int64_t>{1, 2, 4, 5, 8, 10, 20, 40});
+  CHECK(space.micro_batch == std::vector<std::int64_t>{1, 2, 4});
+  CHECK(space.recompute.size() == 3);
+  CHECK(space.size() == 4 * 7 * 8 * 3 * 3);
+}
+
+TEST_CASE("the default space keeps tp within a node and pp within the layers", "[sweep]") {
+  // 4 GPUs per node, 6 layers, 12 GPUs: tp ∈ {1,2,4}; pp ∈ divisors of 12 that are <= 6;
+  // vpp: 6 % (pp·v) == 0 for pp = 2 (v = 3), pp = 3 (v = 2).
+  const SweepSpace space = default_space({6, 12, 4});
+  CHECK(space.tp == std::vector<std::int64_t>{1, 2, 4});
+  CHECK(space.pp == std::vector<std::int64_t>{1, 2, 3, 4, 6});
+  CHECK(space.vpp == std::vector<std::int64_t>{1, 2, 3});
+}
+
+TEST_CASE("vary replaces a knob's values and rejects what it cannot sweep", "[sweep]") {
+  SweepSpace space = default_space({80, 1024, 8});
+  apply_vary(space, "tp=8,4,8");
+  apply_vary(space, "recompute=selective");
+  apply_vary(space, "overlap=on,off");
+  apply_vary(space, "mb=1");
+  CHECK(space.tp == std::vector<std::int64_t>{8, 4});
+  CHECK(space.recompute == std::vector<Recompute>{Recompute::selective});
+  CHECK(space.overlap == std::vector<bool>{true, false});
+  CHECK(space.size() == 2 * 7 * 8 * 1 * 1 * 2);
+  CHECK_THROWS_WITH(apply_vary(space, "ep=2"), Catch::Contains("MoE"));
+  CHECK_THROWS_WITH(apply_vary(space, "tpp=2"), Catch::Contains("unknown knob"));
+  CHECK_THROWS_WITH(apply_vary(space, "tp=0"), Catch::Contains("positive integer"));
+  CHECK_THROWS_WITH(apply_vary(space, "recompute=some"), Catch::Contains("none, selective, full"));
+  CHECK_THROWS_AS(apply_vary(space, "tp"), InputError);
+}
+
+TEST_CASE("point ids name every knob that distinguishes a point", "[sweep]") {
+  SweepPoint p{8, true, 1, 4, 5, 1, Recompute::none, true, true};
+  CHECK(point_id(p) == "tp8-cp1-pp4-vpp5-mb1-none");
+  p.sequence_parallel = false;
+  p.distributed_optimizer = false;
+  p.overlap = false;
+  CHECK(point_id(p) == "tp8-cp1-pp4-vpp5-mb1-none-nosp-nodo-noov");
+  p.tp = 1;  // sequence parallelism means nothing without tp
+  CHECK(point_id(p) == "tp1-cp1-pp4-vpp5-mb1-none-nodo-noov");
+}

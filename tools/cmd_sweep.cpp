@@ -1,0 +1,186 @@
+// `wallsim sweep CONFIG [--gpus N] [--vary k=v,...]... [--jobs J] [--out DIR] [--shard i/N]
+//  [--mpi] [--resume] [--network M]`: every valid layout of a model on N GPUs, pruned by the
+// layout rules and the analytical memory check, simulated in parallel and ranked
+// (models/sweep/). Writes DIR/sweep.csv, sweep.json, sweep.html and configs/<id>.json.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include "models/sweep/sweep_journal.hpp"
+#include "models/sweep/sweep_runner.hpp"
+#include "models/sweep/sweep_writers.hpp"
+#include "sim/core/input_error.hpp"
+#include "tools/command.hpp"
+#include "tools/run_config_loading.hpp"
+#include "tools/sweep_mpi.hpp"
+#include "tools/sweep_output.hpp"
+#include "tools/sweep_progress.hpp"
+
+namespace wallsim::cli {
+namespace {
+
+struct SweepOptions {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::vector<std::string> vary;
+  std::int64_t gpus = 0;
+  int jobs = 0;
+  std::string out_dir = "sweep-out";
+  std::string shard = "0/1";
+  std::string network;
+  bool mpi = false;
+  bool resume = false;
+  bool json = false;
+  std::size_t top = 10;
+};
+
+// Everything a shard's run needs, loaded once.
+struct SweepSetup {
+  models::SweepBase base;
+  models::SweepSpace space;
+  Profile profile;
+};
+
+SweepSetup load_setup(const SweepOptions& options) {
+  std::vector<std::string> overrides = options.overrides;
+  if (!options.network.empty()) overrides.push_back("simulation.network=" + options.network);
+  SweepSetup setup{
+      models::load_sweep_base(resolve_config_path(options.config), overrides, options.gpus),
+      {},
+      {}};
+  const auto& parsed = setup.base.parsed;
+  setup.space = models::default_space(
+      {parsed.model.layers, setup.base.num_gpus, parsed.cluster.gpus_per_node});
+  for (const auto& assignment : options.vary) models::apply_vary(setup.space, assignment);
+  setup.profile = run_profile(parsed);
+  return setup;
+}
+
+std::vector<models::SweepRow> read_resume(const std::string& path, const std::string& fingerprint,
+                                          const models::ShardSpec& shard) {
+  std::ifstream in(path);
+  if (!in) {
+    spdlog::warn("--resume: no journal {} yet; starting from the beginning", path);
+    return {};
+  }
+  return models::read_journal(in, fingerprint, shard, path);
+}
+
+// One shard on this machine: resume, screen, simulate with progress and journal.
+models::SweepReport run_shard(const SweepSetup& setup, const SweepOptions& options,
+                              const models::ShardSpec& shard, bool show_progress) {
+  std::filesystem::create_directories(options.out_dir);
+  const std::string journal_file = journal_path(options.out_dir, shard);
+  const std::string fp = models::sweep_fingerprint(setup.base, setup.space);
+  models::SweepRunOptions run;
+  run.jobs = options.jobs > 0 ? options.jobs
+                              : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  run.shard = shard;
+  if (options.resume) run.already_done = read_resume(journal_file, fp, shard);
+  // Rewritten from what was read, so a line cut short by the interruption does not stay.
+  std::ofstream journal(journal_file, std::ios::trunc);
+  if (!journal) throw InputError("command line", "--out", journal_file, "cannot write");
+  models::write_journal_header(journal, fp, shard);
+  for (const auto& row : run.already_done) models::write_journal_row(journal, row);
+
+  SweepProgress progress(stderr, isatty(STDERR_FILENO) != 0);
+  for (const auto& row : run.already_done) progress.consider(row);
+  const auto resumed = static_cast<std::int64_t>(run.already_done.size());
+  run.on_screened = [&](const models::SweepCounts& counts) {
+    if (show_progress) progress.screened(counts, resumed);
+  };
+  run.on_row = [&](const models::SweepRow& row, std::int64_t done, std::int64_t total) {
+    models::write_journal_row(journal, row);
+    if (show_progress) progress.row(row, done, total);
+  };
+  const models::SweepHardware hw{setup.profile.gpu, setup.profile.comm,
+                                 setup.profile.gpu.hbm_bytes};
+  auto report = models::run_sweep(setup.base, setup.space, hw, run);
+  if (show_progress) progress.finish(report.counts.simulated);
+  return report;
+}
+
+void finish(const SweepSetup& setup, const SweepOptions& options,
+            const models::SweepReport& report) {
+  write_report_files(report, options.out_dir);
+  write_row_configs(setup.base, report, options.out_dir);
+  if (options.json) {
+    models::write_sweep_json(report, std::cout);
+  } else {
+    models::write_sweep_text(report, std::cout, options.top);
+    if (!report.rows.empty() && !report.rows.front().failed()) {
+      std::cout << "best: wallsim run " << options.out_dir << "/configs/" << report.rows.front().id
+                << ".json\n";
+    }
+    std::cout << "wrote " << options.out_dir << "/sweep.csv, sweep.json, sweep.html and "
+              << report.rows.size() << " configs\n";
+  }
+  if (report.counts.simulated == 0) {
+    spdlog::warn("no layout of the space passes the layout rules and fits in memory");
+  }
+}
+
+int run(const SweepOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const models::ShardSpec shard = models::parse_shard(options.shard);
+  if (options.mpi && shard.count > 1) {
+    throw InputError("command line", "--shard", options.shard, "cannot be combined with --mpi");
+  }
+  const SweepSetup setup = load_setup(options);
+  std::optional<models::SweepReport> report;
+  if (options.mpi) {
+    report = run_sweep_over_mpi([&](const models::ShardSpec& rank_shard, bool root) {
+      return run_shard(setup, options, rank_shard, root);
+    });
+    if (!report) return 0;  // not rank 0: rank 0 writes the outputs
+  } else {
+    report = run_shard(setup, options, shard, true);
+  }
+  finish(setup, options, *report);
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "sweep: wall time %.1f s\n", wall_s);
+  return 0;
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app, CommandSet& commands) {
+  auto options = std::make_shared<SweepOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "sweep", "Every valid layout of a model on N GPUs, pruned, simulated in parallel, ranked");
+  sub->add_option("CONFIG", options->config, "Run config (JSON) or a shipped example name")
+      ->required();
+  sub->add_option("--gpus", options->gpus, "Number of GPUs (default: the config's num_gpus)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--vary", options->vary,
+                  "Replace a knob's values, e.g. --vary tp=2,4,8 pp=1,2,4 recompute=none "
+                  "(knobs: tp sp cp pp vpp mb recompute dist_opt overlap)");
+  sub->add_option("--set", options->overrides, "Override a field of the base config");
+  sub->add_option("--jobs,-j", options->jobs, "Worker threads (default: all cores)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--out", options->out_dir, "Output folder (default sweep-out)");
+  sub->add_option("--shard", options->shard,
+                  "Only shard i of N (i/N; points with index % N == i), e.g. for Slurm arrays");
+  sub->add_option("--network", options->network, "Network model for every point: analytical|flow")
+      ->check(CLI::IsMember({"analytical", "flow"}));
+  sub->add_flag("--mpi", options->mpi, "Spread the points over MPI ranks (mpirun -n K ...)");
+  sub->add_flag("--resume", options->resume, "Continue an interrupted sweep from its journal");
+  sub->add_flag("--json", options->json, "Print sweep.json on stdout instead of the table");
+  sub->add_option("--top", options->top, "Rows in the printed table (default 10)");
+  sub->callback([options, &commands] { commands.action = [options] { return run(*options); }; });
+}
+
+}  // namespace wallsim::cli
