@@ -219,7 +219,8 @@ void JsonObject::finish() const {
 nlohmann::json parse_json_text(const std::string& text, const std::string& source) {
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {
+    // Syntax errors, and numbers too large for a double (out_of_range.406), alike.
     std::string detail = error.what();
     // nlohmann prefixes "[json.exception.parse_error.101] "; keep the human part.
     if (auto pos = detail.find("] "); pos != std::string::npos) detail = detail.substr(pos + 2);
