@@ -29,7 +29,8 @@ Profile load_profile(const std::string& path);
 Profile parse_profile(const nlohmann::json& document, const std::string& where,
                       const std::string& json_path = "");
 
-// The shipped profile for a GPU name ("h100-sxm" -> <data root>/calibration/profiles/h100-sxm.json).
+// The shipped profile for a GPU name ("h100-sxm" -> <data
+// root>/calibration/profiles/h100-sxm.json).
 std::string shipped_profile_path(const std::string& gpu_name);
 
 }  // namespace wallsim

@@ -96,8 +96,8 @@ void print_table(const std::vector<CollectiveResult>& results, const std::string
               "algbw(GB/s)", "busbw(GB/s)");
   for (const auto& result : results) {
     std::printf("  %12s  %-9s %-8s %12.2f %12.2f %12.2f\n", format_bytes(result.bytes).c_str(),
-                algorithm_name(result.algorithm), protocol_name(result.protocol),
-                result.time.us(), result.algbw_GBps(), result.busbw_GBps());
+                algorithm_name(result.algorithm), protocol_name(result.protocol), result.time.us(),
+                result.algbw_GBps(), result.busbw_GBps());
   }
 }
 
@@ -110,8 +110,8 @@ int run(const CollectiveOptions& options) {
   std::string cluster_path;
   const ClusterSpec cluster = load_cluster(options, cluster_path);
   const CollectiveRequest base = make_request(options, cluster);
-  const Topology topology(cluster, topology_gpu_count(base.ranks, cluster.gpus_per_node,
-                                                      options.num_gpus));
+  const Topology topology(cluster,
+                          topology_gpu_count(base.ranks, cluster.gpus_per_node, options.num_gpus));
   const std::string profile_path =
       options.calibration.empty() ? shipped_profile_path(cluster.gpu) : options.calibration;
   const Profile profile = load_profile(profile_path);
@@ -141,8 +141,9 @@ void add_collective_command(CLI::App& app, CommandSet& commands) {
       "collective", "Time one collective on a cluster and print algbw/busbw (nccl-tests style)");
   sub->add_option("--cluster", options->cluster, "Cluster file or shipped name (dgx-h100, ...)")
       ->required();
-  sub->add_option("--op", options->op, "all_reduce | all_gather | reduce_scatter | all_to_all | "
-                                       "send_recv")
+  sub->add_option("--op", options->op,
+                  "all_reduce | all_gather | reduce_scatter | all_to_all | "
+                  "send_recv")
       ->required();
   sub->add_option("--bytes", options->bytes,
                   "Buffer size S as nccl-tests counts it (256MiB), or a range 1KiB:8GiB")
@@ -156,13 +157,12 @@ void add_collective_command(CLI::App& app, CommandSet& commands) {
   sub->add_option("--num-gpus", options->num_gpus,
                   "Size of the simulated cluster (default: the nodes the group touches)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--network", options->network, "Network model: " +
-                                                      [] {
-                                                        std::string names;
-                                                        for (const auto& n : network_model_names())
-                                                          names += (names.empty() ? "" : " | ") + n;
-                                                        return names;
-                                                      }());
+  sub->add_option(
+      "--network", options->network, "Network model: " + [] {
+        std::string names;
+        for (const auto& n : network_model_names()) names += (names.empty() ? "" : " | ") + n;
+        return names;
+      }());
   sub->add_option("--algorithm", options->algorithm, "Force an algorithm (like NCCL_ALGO)");
   sub->add_option("--protocol", options->protocol, "Force a protocol: ll | ll128 | simple");
   sub->add_option("--calibration", options->calibration,

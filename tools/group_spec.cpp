@@ -45,9 +45,9 @@ std::vector<int> parse_group(const std::string& text) {
 std::vector<int> ranks_on_nodes(int nodes, int gpus_per_node, int cluster_gpus_per_node) {
   const int per_node = gpus_per_node == 0 ? cluster_gpus_per_node : gpus_per_node;
   if (per_node > cluster_gpus_per_node) {
-    throw InputError("command line", "--gpus-per-node", std::to_string(per_node),
-                     "exceeds the cluster's " + std::to_string(cluster_gpus_per_node) +
-                         " GPUs per node");
+    throw InputError(
+        "command line", "--gpus-per-node", std::to_string(per_node),
+        "exceeds the cluster's " + std::to_string(cluster_gpus_per_node) + " GPUs per node");
   }
   std::vector<int> ranks;
   for (int node = 0; node < nodes; ++node) {
@@ -62,9 +62,9 @@ int topology_gpu_count(const std::vector<int>& ranks, int cluster_gpus_per_node,
   const int highest = *std::max_element(ranks.begin(), ranks.end());
   if (requested > 0) {
     if (highest >= requested) {
-      throw InputError("command line", "--group", std::to_string(highest),
-                       "rank outside the cluster (valid: 0.." + std::to_string(requested - 1) +
-                           ")");
+      throw InputError(
+          "command line", "--group", std::to_string(highest),
+          "rank outside the cluster (valid: 0.." + std::to_string(requested - 1) + ")");
     }
     return requested;
   }

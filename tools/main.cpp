@@ -3,9 +3,9 @@
 #include <exception>
 #include <iostream>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "sim/core/input_error.hpp"
 #include "sim/graph/replay.hpp"
@@ -29,7 +29,8 @@ void send_logs_to_stderr() {
 
 int main(int argc, char** argv) {
   send_logs_to_stderr();
-  CLI::App app{"wallsim: a discrete-event simulator of Megatron-style LLM training on GPU clusters"};
+  CLI::App app{
+      "wallsim: a discrete-event simulator of Megatron-style LLM training on GPU clusters"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "wallsim 0.1.0");
   bool verbose = false;

@@ -12,8 +12,7 @@ NetworkCommService::NetworkCommService(Engine& engine, const Topology& topology,
       program_(program),
       capacities_(effective_capacities(topology, profile)) {}
 
-const CollectivePlan& NetworkCommService::collective_plan(GroupIndex group,
-                                                          std::uint32_t payload) {
+const CollectivePlan& NetworkCommService::collective_plan(GroupIndex group, std::uint32_t payload) {
   const auto key = std::make_pair(group, payload);
   auto found = collective_plans_.find(key);
   if (found != collective_plans_.end()) return found->second;

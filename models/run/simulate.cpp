@@ -7,8 +7,7 @@
 
 namespace wallsim::models {
 
-SimulationResult simulate(const RunConfig& config, const GpuProfile& gpu,
-                          const CommProfile& comm) {
+SimulationResult simulate(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm) {
   const Fidelity fidelity =
       config.simulation.fidelity == "full" ? Fidelity::kFull : Fidelity::kSymmetric;
   SimulationResult result;
@@ -16,9 +15,9 @@ SimulationResult simulate(const RunConfig& config, const GpuProfile& gpu,
 
   Engine engine;
   const Topology topology(config.cluster, static_cast<int>(config.num_gpus));
-  auto network = make_network_model(config.simulation.network, engine,
-                                    effective_capacities(topology, comm), config.file,
-                                    "simulation.network");
+  auto network =
+      make_network_model(config.simulation.network, engine, effective_capacities(topology, comm),
+                         config.file, "simulation.network");
   NetworkCommService service(engine, topology, comm, *network, result.program);
   Replay replay(engine, result.program.graphs, result.program.groups, service);
   result.replay = replay.run();

@@ -44,18 +44,23 @@ ComputeExcess compute_excess(const OpGraph& graph, const RankTrace& trace, doubl
   return excess;
 }
 
-std::vector<StageMemorySummary> stage_memory(const MemoryReport& report,
-                                             const StepProgram& program,
+std::vector<StageMemorySummary> stage_memory(const MemoryReport& report, const StepProgram& program,
                                              const ReplayResult& replay) {
   std::vector<StageMemorySummary> stages;
   for (const auto& stage : report.stages) {
-    StageMemorySummary summary{static_cast<int>(stage.stage), stage.weights, stage.grads,
-                               stage.optimizer, stage.activations, stage.buffers, stage.peak};
+    StageMemorySummary summary{static_cast<int>(stage.stage),
+                               stage.weights,
+                               stage.grads,
+                               stage.optimizer,
+                               stage.activations,
+                               stage.buffers,
+                               stage.peak};
     for (std::size_t r = 0; r < program.graphs.size(); ++r) {
       if (program.stage[r] != stage.stage) continue;
       summary.simulated_peak = std::max(summary.simulated_peak, replay.ranks[r].peak_bytes);
-      summary.simulated_activations = std::max(
-          summary.simulated_activations, replay.ranks[r].peak_bytes - program.graphs[r].static_bytes);
+      summary.simulated_activations =
+          std::max(summary.simulated_activations,
+                   replay.ranks[r].peak_bytes - program.graphs[r].static_bytes);
     }
     stages.push_back(summary);
   }
@@ -121,9 +126,8 @@ RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepP
     s.time.compute_by_kind_s[kind] = by_category[kind];
     s.time.ideal_by_kind_s[kind] = by_category[kind] - excess.seconds[kind];
   }
-  const auto worst = std::max_element(
-      s.per_stage.begin(), s.per_stage.end(),
-      [](const auto& a, const auto& b) { return a.peak < b.peak; });
+  const auto worst = std::max_element(s.per_stage.begin(), s.per_stage.end(),
+                                      [](const auto& a, const auto& b) { return a.peak < b.peak; });
   s.walls = compute_walls(s.time, excess, *worst, s.hbm_bytes, s.fits_in_memory);
   return s;
 }

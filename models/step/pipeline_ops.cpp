@@ -12,7 +12,9 @@ Deps joined(Deps a, const Deps& b) {
 
 // Activations and gradients travel on separate tags: with pp = 2 (or interleaving's wrap-around)
 // both flow between the same two ranks in the same direction.
-std::uint16_t transfer_tag(bool forward_pass) { return forward_pass ? 0 : 1; }
+std::uint16_t transfer_tag(bool forward_pass) {
+  return forward_pass ? 0 : 1;
+}
 
 }  // namespace
 

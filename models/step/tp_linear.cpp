@@ -60,8 +60,7 @@ std::pair<OpIndex, OpIndex> TpLinear::ring_gathered_gemm(const std::string& gemm
   }
   OpIndex last_gemm = emit_.gemm_piece(piece_name(gemm_name, 0), shape, rows[0], true, deps);
   for (std::size_t i = 1; i < rows.size(); ++i) {
-    last_gemm =
-        emit_.gemm_piece(piece_name(gemm_name, i), shape, rows[i], false, {steps[i - 1]});
+    last_gemm = emit_.gemm_piece(piece_name(gemm_name, i), shape, rows[i], false, {steps[i - 1]});
   }
   return {last_gemm, steps.empty() ? last_gemm : steps.back()};
 }

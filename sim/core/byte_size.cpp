@@ -40,8 +40,8 @@ std::uint64_t unit_factor(const std::string& unit) {
 
 std::uint64_t parse_byte_size(const std::string& text, const std::string& option) {
   std::size_t pos = 0;
-  while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) ||
-                               text[pos] == '.')) {
+  while (pos < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) {
     ++pos;
   }
   const std::string number = text.substr(0, pos);

@@ -41,11 +41,21 @@ void JsonNode::fail(const std::string& problem) const {
   throw InputError(file_, path_, repr(), problem);
 }
 
-bool JsonNode::is_null() const { return value_->is_null(); }
-bool JsonNode::is_object() const { return value_->is_object(); }
-bool JsonNode::is_array() const { return value_->is_array(); }
-bool JsonNode::is_string() const { return value_->is_string(); }
-bool JsonNode::is_number() const { return value_->is_number(); }
+bool JsonNode::is_null() const {
+  return value_->is_null();
+}
+bool JsonNode::is_object() const {
+  return value_->is_object();
+}
+bool JsonNode::is_array() const {
+  return value_->is_array();
+}
+bool JsonNode::is_string() const {
+  return value_->is_string();
+}
+bool JsonNode::is_number() const {
+  return value_->is_number();
+}
 
 std::string JsonNode::repr() const {
   std::string text = value_->dump();
@@ -85,9 +95,8 @@ std::int64_t JsonNode::as_integer(std::int64_t min, std::int64_t max) const {
                                  std::fabs(value_->get<double>()) < 9e15;
     if (!integral_double) fail("must be an integer");
   }
-  const auto value = value_->is_number_float()
-                         ? static_cast<std::int64_t>(value_->get<double>())
-                         : value_->get<std::int64_t>();
+  const auto value = value_->is_number_float() ? static_cast<std::int64_t>(value_->get<double>())
+                                               : value_->get<std::int64_t>();
   if (value < min || value > max) {
     std::string range = max == std::numeric_limits<std::int64_t>::max()
                             ? ">= " + std::to_string(min)
@@ -122,8 +131,8 @@ std::vector<JsonNode> JsonNode::as_array() const {
   std::vector<JsonNode> items;
   items.reserve(value_->size());
   for (std::size_t i = 0; i < value_->size(); ++i) {
-    items.emplace_back((*value_)[i], file_, (path_ == "$" ? "" : path_) + "[" +
-                                                std::to_string(i) + "]");
+    items.emplace_back((*value_)[i], file_,
+                       (path_ == "$" ? "" : path_) + "[" + std::to_string(i) + "]");
   }
   return items;
 }
@@ -143,8 +152,7 @@ JsonNode JsonObject::member(std::string_view key) const {
 JsonNode JsonObject::at(std::string_view key) {
   read_.insert(std::string(key));
   if (!has(key)) {
-    throw InputError(node_.file(), join_path(node_.path(), key), "",
-                     "is required but missing");
+    throw InputError(node_.file(), join_path(node_.path(), key), "", "is required but missing");
   }
   return member(key);
 }
@@ -164,7 +172,9 @@ double JsonObject::number_or(std::string_view key, double fallback, double min, 
   return node ? node->as_number(min, max) : fallback;
 }
 
-double JsonObject::positive(std::string_view key) { return at(key).as_positive_number(); }
+double JsonObject::positive(std::string_view key) {
+  return at(key).as_positive_number();
+}
 
 double JsonObject::positive_or(std::string_view key, double fallback) {
   auto node = find(key);
@@ -175,20 +185,24 @@ std::int64_t JsonObject::integer(std::string_view key, std::int64_t min, std::in
   return at(key).as_integer(min, max);
 }
 
-std::int64_t JsonObject::integer_or(std::string_view key, std::int64_t fallback,
-                                    std::int64_t min, std::int64_t max) {
+std::int64_t JsonObject::integer_or(std::string_view key, std::int64_t fallback, std::int64_t min,
+                                    std::int64_t max) {
   auto node = find(key);
   return node ? node->as_integer(min, max) : fallback;
 }
 
-bool JsonObject::boolean(std::string_view key) { return at(key).as_bool(); }
+bool JsonObject::boolean(std::string_view key) {
+  return at(key).as_bool();
+}
 
 bool JsonObject::boolean_or(std::string_view key, bool fallback) {
   auto node = find(key);
   return node ? node->as_bool() : fallback;
 }
 
-std::string JsonObject::string(std::string_view key) { return at(key).as_string(); }
+std::string JsonObject::string(std::string_view key) {
+  return at(key).as_string();
+}
 
 std::string JsonObject::string_or(std::string_view key, std::string fallback) {
   auto node = find(key);

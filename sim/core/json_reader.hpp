@@ -1,9 +1,9 @@
 // Reading JSON configuration into typed values, with errors that point at the input.
 //
 // JsonNode is a view of one JSON value that remembers its file and JSON path, written the way
-// `--set` takes it ("fabric.oversubscription", "loads[3]"; the whole document is "$"). JsonObject reads an object key by key and, on finish(),
-// rejects every key nobody asked for, listing the allowed ones. All failures throw
-// InputError naming file, path, value and what is allowed.
+// `--set` takes it ("fabric.oversubscription", "loads[3]"; the whole document is "$"). JsonObject
+// reads an object key by key and, on finish(), rejects every key nobody asked for, listing the
+// allowed ones. All failures throw InputError naming file, path, value and what is allowed.
 //
 // Only translation units that parse configuration include this header; it pulls in the
 // forward declarations of nlohmann::json alone.

@@ -52,7 +52,11 @@ class Time {
   std::int64_t ps_ = 0;
 };
 
-constexpr Time max(Time a, Time b) { return a < b ? b : a; }
-constexpr Time min(Time a, Time b) { return a < b ? a : b; }
+constexpr Time max(Time a, Time b) {
+  return a < b ? b : a;
+}
+constexpr Time min(Time a, Time b) {
+  return a < b ? a : b;
+}
 
 }  // namespace wallsim

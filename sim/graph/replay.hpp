@@ -5,7 +5,8 @@
 // the op's start); a collective starts once every rank of its group has reached it (the k-th
 // collective a rank issues on a group matches the k-th of every other member) and ends when
 // the CommService calls back; a send and a receive (the k-th send r->p with tag t matches the
-// k-th receive on p from r with tag t, as MPI tags do) start the transfer once both are reached. Memory moves by each op's alloc/free bytes.
+// k-th receive on p from r with tag t, as MPI tags do) start the transfer once both are reached.
+// Memory moves by each op's alloc/free bytes.
 //
 // A replay that drains the engine with ops left unfinished throws ReplayStuck naming, per
 // rank, the ops at the head of each blocked stream and what they wait for. It never hangs:

@@ -27,12 +27,12 @@ struct StageMemorySummary {
 // How the critical rank's step splits (DESIGN.md "The three walls").
 struct TimeSplit {
   double step_s = 0;
-  double ideal_s = 0;                 // its model FLOPs at the dense peak
-  double compute_s = 0;               // time the compute stream was busy
-  double compute_inefficiency_s = 0;  // compute_s - ideal_s
+  double ideal_s = 0;                                    // its model FLOPs at the dense peak
+  double compute_s = 0;                                  // time the compute stream was busy
+  double compute_inefficiency_s = 0;                     // compute_s - ideal_s
   std::array<double, kCommGroupCount> exposed_comm_s{};  // compute stream waiting on comm
-  double bubble_s = 0;                // compute stream waiting on other pipeline stages
-  double other_s = 0;                 // the rest (launch gaps, waiting on peers' compute)
+  double bubble_s = 0;  // compute stream waiting on other pipeline stages
+  double other_s = 0;   // the rest (launch gaps, waiting on peers' compute)
   // compute_s by kind: gemm, attention, elementwise, optimizer
   std::array<double, 4> compute_by_kind_s{};
   // the same kinds' model FLOPs at the dense peak (ideal_by_kind / compute_by_kind = efficiency)
@@ -46,10 +46,10 @@ struct Wall {
 };
 
 struct Walls {
-  Wall compute;        // share = (compute_inefficiency + bubble) / step
-  Wall communication;  // share = exposed_comm / step
-  Wall memory;         // share = peak bytes / HBM bytes of the worst rank
-  std::string binding; // "memory" | "compute" | "communication"
+  Wall compute;         // share = (compute_inefficiency + bubble) / step
+  Wall communication;   // share = exposed_comm / step
+  Wall memory;          // share = peak bytes / HBM bytes of the worst rank
+  std::string binding;  // "memory" | "compute" | "communication"
   // By how much the binding wall binds: memory: (peak - HBM) / HBM; otherwise its share minus
   // the other time wall's share (fraction of the step).
   double binding_margin = 0;
@@ -59,7 +59,7 @@ struct Walls {
 struct GroupExposure {
   std::string group;  // "tp", "cp", "ep", "dp", "pp"
   double exposed_s = 0;
-  std::string tier;   // "nvlink" (one node) or "network" (crosses nodes)
+  std::string tier;  // "nvlink" (one node) or "network" (crosses nodes)
 };
 
 // What one link carried during the step. busy_s = bytes / effective capacity: the time the
@@ -86,7 +86,7 @@ struct Sensitivity {
   std::string parameter;  // "nvlink_bandwidth", "ib_bandwidth", "gemm_efficiency", "hbm_bandwidth"
   double factor = 1;      // applied scale (1.1, 0.9; GEMM efficiency is capped at the peak)
   double step_s = 0;
-  double change = 0;      // step_s / baseline - 1
+  double change = 0;  // step_s / baseline - 1
 };
 
 // One change that could make a layout fit, with the analytical peak it gives.
@@ -126,10 +126,10 @@ struct RunSummary {
   TimeSplit time;
   Walls walls;
   std::vector<GroupExposure> exposure_by_group;  // groups with communication, DESIGN order
-  std::vector<TierUsage> link_tiers;              // tiers with traffic
-  std::vector<LinkUsage> busiest_links;           // by busy time, at most 10
-  std::vector<Sensitivity> sensitivities;         // empty unless asked for
-  std::vector<FitCandidate> fit_suggestions;      // empty when the layout fits
+  std::vector<TierUsage> link_tiers;             // tiers with traffic
+  std::vector<LinkUsage> busiest_links;          // by busy time, at most 10
+  std::vector<Sensitivity> sensitivities;        // empty unless asked for
+  std::vector<FitCandidate> fit_suggestions;     // empty when the layout fits
   std::vector<std::string> notes;
 };
 

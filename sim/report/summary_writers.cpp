@@ -49,14 +49,13 @@ json time_json(const TimeSplit& time) {
 }
 
 json walls_json(const Walls& walls) {
-  return {{"compute", {{"share", walls.compute.share}, {"contributor", walls.compute.contributor}}},
-          {"communication",
-           {{"share", walls.communication.share},
-            {"contributor", walls.communication.contributor}}},
-          {"memory",
-           {{"utilization", walls.memory.share}, {"contributor", walls.memory.contributor}}},
-          {"binding", walls.binding},
-          {"binding_margin", walls.binding_margin}};
+  return {
+      {"compute", {{"share", walls.compute.share}, {"contributor", walls.compute.contributor}}},
+      {"communication",
+       {{"share", walls.communication.share}, {"contributor", walls.communication.contributor}}},
+      {"memory", {{"utilization", walls.memory.share}, {"contributor", walls.memory.contributor}}},
+      {"binding", walls.binding},
+      {"binding_margin", walls.binding_margin}};
 }
 
 json communication_json(const RunSummary& s) {
@@ -179,8 +178,7 @@ void write_summary_text(const RunSummary& s, std::ostream& out) {
       << " HBM):\n";
   for (const auto& stage : s.per_stage) {
     out << "    stage " << stage.stage << ": " << gib(stage.peak) << " / "
-        << gib(stage.simulated_peak) << (stage.peak > s.hbm_bytes ? "  DOES NOT FIT" : "")
-        << "\n";
+        << gib(stage.simulated_peak) << (stage.peak > s.hbm_bytes ? "  DOES NOT FIT" : "") << "\n";
   }
   const TimeSplit& t = s.time;
   const double step = t.step_s > 0 ? t.step_s : 1;

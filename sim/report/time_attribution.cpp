@@ -12,7 +12,9 @@ struct Gap {
   Time to;
 };
 
-OpCategory category_of(const Op& op) { return static_cast<OpCategory>(op.category); }
+OpCategory category_of(const Op& op) {
+  return static_cast<OpCategory>(op.category);
+}
 
 CommGroup comm_group_of(OpCategory category) {
   switch (category) {

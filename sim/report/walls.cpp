@@ -47,8 +47,7 @@ Walls compute_walls(const TimeSplit& split, const ComputeExcess& excess,
     walls.binding = "memory";
     walls.binding_margin = walls.memory.share - 1;
   } else {
-    walls.binding =
-        walls.communication.share > walls.compute.share ? "communication" : "compute";
+    walls.binding = walls.communication.share > walls.compute.share ? "communication" : "compute";
     walls.binding_margin = std::abs(walls.communication.share - walls.compute.share);
   }
   return walls;

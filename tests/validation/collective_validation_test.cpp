@@ -50,14 +50,14 @@ const std::vector<Measurement>& measurements() {
        370, "sjeaugey nccl-tests#212: any non-allreduce collective ~370"},
       {"8x H100 reduce-scatter", "dgx-h100", 1, 8, CollectiveOp::kReduceScatter, std::nullopt,
        4 * kGiB, 370, "sjeaugey nccl-tests#212: any non-allreduce collective ~370"},
-      {"8x H100 all-to-all", "dgx-h100", 1, 8, CollectiveOp::kAllToAll, std::nullopt, 4 * kGiB,
-       370, "sjeaugey nccl-tests#212: any non-allreduce collective ~370"},
+      {"8x H100 all-to-all", "dgx-h100", 1, 8, CollectiveOp::kAllToAll, std::nullopt, 4 * kGiB, 370,
+       "sjeaugey nccl-tests#212: any non-allreduce collective ~370"},
       {"8x H200 all-reduce (NVLS)", "dgx-h200", 1, 8, CollectiveOp::kAllReduce, std::nullopt,
        8 * kGiB, 473.1, "ml-engineering network/README.md, 8 GiB"},
       {"8x H200 all-reduce ring", "dgx-h200", 1, 8, CollectiveOp::kAllReduce, Algorithm::kRing,
        8 * kGiB, 365.6, "ml-engineering network/README.md, NVLS off"},
-      {"4x H200 all-reduce (ring chosen)", "dgx-h200", 1, 4, CollectiveOp::kAllReduce,
-       std::nullopt, 8 * kGiB, 363.3, "ml-engineering: NVLS not selected at 4 GPUs"},
+      {"4x H200 all-reduce (ring chosen)", "dgx-h200", 1, 4, CollectiveOp::kAllReduce, std::nullopt,
+       8 * kGiB, 363.3, "ml-engineering: NVLS not selected at 4 GPUs"},
       {"5x H200 all-reduce (NVLS)", "dgx-h200", 1, 5, CollectiveOp::kAllReduce, std::nullopt,
        8 * kGiB, 414.2, "ml-engineering network/README.md"},
       {"7x H200 all-reduce (NVLS)", "dgx-h200", 1, 7, CollectiveOp::kAllReduce, std::nullopt,
@@ -70,8 +70,8 @@ const std::vector<Measurement>& measurements() {
        Algorithm::kRing, 8 * kGiB, 376, "AddyLaddy nccl-tests#290: 8 x 46-48 GB/s, >= 3 nodes"},
       {"16 nodes x 8 H100 all-reduce ring, 8 NICs", "dgx-h100", 16, 8, CollectiveOp::kAllReduce,
        Algorithm::kRing, 8 * kGiB, 376, "AddyLaddy nccl-tests#290: 8 x 46-48 GB/s"},
-      {"4 nodes x 8 A100 all-reduce ring, 8 HDR NICs", "dgx-a100", 4, 8,
-       CollectiveOp::kAllReduce, Algorithm::kRing, 8 * kGiB, 192, "AddyLaddy nccl#812"},
+      {"4 nodes x 8 A100 all-reduce ring, 8 HDR NICs", "dgx-a100", 4, 8, CollectiveOp::kAllReduce,
+       Algorithm::kRing, 8 * kGiB, 192, "AddyLaddy nccl#812"},
   };
   return rows;
 }
@@ -106,8 +106,8 @@ CollectiveRequest request_for(const Measurement& row, double bytes, int gpus_per
 
 TEST_CASE("large-message busbw is within 10% of measured nccl-tests figures",
           "[validation][collective]") {
-  std::printf("\n%-44s %-10s %-6s %-9s %9s %9s %8s\n", "case", "model", "algo", "size",
-              "predicted", "measured", "error");
+  std::printf("\n%-44s %-10s %-6s %-9s %9s %9s %8s\n", "case", "model", "algo", "size", "predicted",
+              "measured", "error");
   double sum_abs_error = 0;
   int count = 0;
   for (const auto& row : measurements()) {

@@ -52,20 +52,34 @@ std::string list_names(const Table& table) {
 
 }  // namespace
 
-const char* op_name(CollectiveOp op) { return name_of(kOps, op); }
-const char* algorithm_name(Algorithm algorithm) { return name_of(kAlgorithms, algorithm); }
-const char* protocol_name(Protocol protocol) { return name_of(kProtocols, protocol); }
+const char* op_name(CollectiveOp op) {
+  return name_of(kOps, op);
+}
+const char* algorithm_name(Algorithm algorithm) {
+  return name_of(kAlgorithms, algorithm);
+}
+const char* protocol_name(Protocol protocol) {
+  return name_of(kProtocols, protocol);
+}
 
-std::optional<CollectiveOp> parse_op(std::string_view name) { return parse_name(kOps, name); }
+std::optional<CollectiveOp> parse_op(std::string_view name) {
+  return parse_name(kOps, name);
+}
 std::optional<Algorithm> parse_algorithm(std::string_view name) {
   return parse_name(kAlgorithms, name);
 }
 std::optional<Protocol> parse_protocol(std::string_view name) {
   return parse_name(kProtocols, name);
 }
-std::string op_names() { return list_names(kOps); }
-std::string algorithm_names() { return list_names(kAlgorithms); }
-std::string protocol_names() { return list_names(kProtocols); }
+std::string op_names() {
+  return list_names(kOps);
+}
+std::string algorithm_names() {
+  return list_names(kAlgorithms);
+}
+std::string protocol_names() {
+  return list_names(kProtocols);
+}
 
 double bus_bandwidth_factor(CollectiveOp op, int ranks) {
   const double n = ranks;

@@ -13,7 +13,13 @@
 
 namespace wallsim {
 
-enum class CollectiveOp : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
+enum class CollectiveOp : std::uint8_t {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kSendRecv
+};
 enum class Algorithm : std::uint8_t { kRing, kTree, kNvls, kPairwise, kP2p };
 enum class Protocol : std::uint8_t { kLL, kLL128, kSimple };
 inline constexpr int kProtocolCount = 3;
@@ -36,8 +42,8 @@ double bus_bandwidth_factor(CollectiveOp op, int ranks);
 
 struct CollectiveRequest {
   CollectiveOp op = CollectiveOp::kAllReduce;
-  std::vector<int> ranks;  // global GPU ids, at least 2, distinct
-  double bytes = 0;        // S, see above
+  std::vector<int> ranks;              // global GPU ids, at least 2, distinct
+  double bytes = 0;                    // S, see above
   std::optional<Algorithm> algorithm;  // forced, as NCCL_ALGO does
   std::optional<Protocol> protocol;    // forced, as NCCL_PROTO does
 };

@@ -17,9 +17,9 @@ GroupLayout layout_group(const Topology& topology, const std::vector<int>& ranks
   std::set<int> seen;
   for (int rank : ranks) {
     if (rank < 0 || rank >= topology.num_gpus()) {
-      throw InputError("command line", "--group", std::to_string(rank),
-                       "rank outside the cluster (valid: 0.." +
-                           std::to_string(topology.num_gpus() - 1) + ")");
+      throw InputError(
+          "command line", "--group", std::to_string(rank),
+          "rank outside the cluster (valid: 0.." + std::to_string(topology.num_gpus() - 1) + ")");
     }
     if (!seen.insert(rank).second) {
       throw InputError("command line", "--group", std::to_string(rank), "rank listed twice");

@@ -57,6 +57,8 @@ CommProfile parse_comm_profile(const JsonNode& node);
 std::vector<double> effective_capacities(const Topology& topology, const CommProfile& profile);
 
 // Index into PerNodeCount arrays for a group spanning `nodes` nodes.
-inline int node_count_index(int nodes) { return nodes <= 1 ? 0 : (nodes == 2 ? 1 : 2); }
+inline int node_count_index(int nodes) {
+  return nodes <= 1 ? 0 : (nodes == 2 ? 1 : 2);
+}
 
 }  // namespace wallsim

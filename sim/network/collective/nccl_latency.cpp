@@ -6,7 +6,9 @@
 namespace wallsim {
 namespace {
 
-int protocol_index(Protocol protocol) { return static_cast<int>(protocol); }
+int protocol_index(Protocol protocol) {
+  return static_cast<int>(protocol);
+}
 
 }  // namespace
 

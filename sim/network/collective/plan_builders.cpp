@@ -21,7 +21,8 @@ double ring_send_fraction(CollectiveOp op, int n) {
 
 std::vector<int> flatten(const GroupLayout& layout) {
   std::vector<int> ranks;
-  for (const auto& members : layout.by_node) ranks.insert(ranks.end(), members.begin(), members.end());
+  for (const auto& members : layout.by_node)
+    ranks.insert(ranks.end(), members.begin(), members.end());
   return ranks;
 }
 
@@ -123,7 +124,8 @@ std::vector<Phase> build_nvls(const BuildInput& input, double nvls_efficiency) {
 
 std::vector<Phase> build_pairwise(const BuildInput& input) {
   const auto ranks = flatten(input.layout);
-  const double per_peer = input.bytes / static_cast<double>(ranks.size()) / input.payload_efficiency;
+  const double per_peer =
+      input.bytes / static_cast<double>(ranks.size()) / input.payload_efficiency;
   Phase phase;
   for (int src : ranks) {
     for (int dst : ranks) {

@@ -156,8 +156,8 @@ CollectivePlan plan_collective(const Topology& topology, const CommProfile& prof
                      std::string(request.algorithm ? algorithm_name(*request.algorithm) : "any") +
                          "/" + (request.protocol ? protocol_name(*request.protocol) : "any"),
                      std::string("not available for ") + op_name(request.op) + " on " +
-                         std::to_string(layout.nodes()) + " node(s); available: " +
-                         describe(allowed));
+                         std::to_string(layout.nodes()) +
+                         " node(s); available: " + describe(allowed));
   }
   CollectivePlan best;
   Time best_time = Time::max();
@@ -172,8 +172,8 @@ CollectivePlan plan_collective(const Topology& topology, const CommProfile& prof
   return best;
 }
 
-CollectivePlan plan_transfer(const Topology& topology, const CommProfile& profile, int src,
-                             int dst, double bytes) {
+CollectivePlan plan_transfer(const Topology& topology, const CommProfile& profile, int src, int dst,
+                             double bytes) {
   CollectivePlan plan;
   plan.op = CollectiveOp::kSendRecv;
   plan.algorithm = Algorithm::kP2p;

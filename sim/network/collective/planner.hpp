@@ -35,7 +35,7 @@ CollectivePlan plan_collective(const Topology& topology, const CommProfile& prof
 
 // A one-way point-to-point transfer of `bytes` from GPU `src` to GPU `dst` (a pipeline send):
 // one Simple step of latency, one transfer over the default route.
-CollectivePlan plan_transfer(const Topology& topology, const CommProfile& profile, int src,
-                             int dst, double bytes);
+CollectivePlan plan_transfer(const Topology& topology, const CommProfile& profile, int src, int dst,
+                             double bytes);
 
 }  // namespace wallsim

@@ -34,13 +34,14 @@ void FlowModel::start_phase(const std::shared_ptr<Run>& run) {
     return;
   }
   for (const Transfer& transfer : phase.transfers) {
-    network_.start(transfer.route, transfer.bytes,
-                   [this, run] {
-                     if (--run->flows_left > 0) return;
-                     ++run->phase;
-                     start_phase(run);
-                   },
-                   run->multiplicity);
+    network_.start(
+        transfer.route, transfer.bytes,
+        [this, run] {
+          if (--run->flows_left > 0) return;
+          ++run->phase;
+          start_phase(run);
+        },
+        run->multiplicity);
   }
 }
 

@@ -61,9 +61,8 @@ TEST_CASE("two engines fed the same schedule execute the same sequence", "[core]
     Engine engine;
     std::vector<std::int64_t> stamps;
     for (int i = 0; i < 100; ++i) {
-      engine.schedule_at(Time::from_ns((i * 37) % 11), [&, i] {
-        stamps.push_back(engine.now().ps() * 1000 + i);
-      });
+      engine.schedule_at(Time::from_ns((i * 37) % 11),
+                         [&, i] { stamps.push_back(engine.now().ps() * 1000 + i); });
     }
     engine.run();
     return stamps;

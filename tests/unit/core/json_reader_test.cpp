@@ -77,5 +77,6 @@ TEST_CASE("a number too large for a double is bad input, not a crash", "[core][j
   // Found by fuzz_text (fuzz/regressions/fuzz_text/json-number-overflow): nlohmann/json
   // reports the overflow as out_of_range, not as a parse error.
   CHECK_THROWS_AS(parse_json_text("22222E200792728629{", "big.json"), InputError);
-  CHECK_THROWS_WITH(parse_json_text("1e999", "big.json"), Catch::StartsWith("big.json: invalid JSON"));
+  CHECK_THROWS_WITH(parse_json_text("1e999", "big.json"),
+                    Catch::StartsWith("big.json: invalid JSON"));
 }

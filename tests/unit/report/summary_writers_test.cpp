@@ -36,8 +36,8 @@ TEST_CASE("summary.json carries DESIGN.md's field names", "[report][writers]") {
   for (const char* group : {"tp", "cp", "ep", "dp", "pp"}) {
     CHECK(json["time"]["exposed_comm_s"].contains(group));
   }
-  for (const char* key : {"stage", "weights", "grads", "optimizer", "activations", "buffers",
-                          "peak"}) {
+  for (const char* key :
+       {"stage", "weights", "grads", "optimizer", "activations", "buffers", "peak"}) {
     CHECK(json["memory"]["per_stage"][0].contains(key));
   }
   CHECK(json["walls"]["binding"] == "compute");

@@ -10,7 +10,9 @@ namespace {
 constexpr StreamIndex kCompute = 0;
 constexpr StreamIndex kComm = 1;
 
-Time us(double value) { return Time::from_us(value); }
+Time us(double value) {
+  return Time::from_us(value);
+}
 
 Op compute_op() {
   Op op;

@@ -32,8 +32,8 @@ TEST_CASE("the larger of the compute and communication shares binds when memory 
           "[report][walls]") {
   // Step 10 s: ideal 5, compute 7 (2 s inefficiency), bubble 1 -> compute share 0.3;
   // exposed tp 0.5 + dp 1.5 -> communication share 0.2.
-  const Walls walls = compute_walls(split_of(10, 5, 7, 0.5, 1.5, 1), ComputeExcess{{1.5, 0.5, 0, 0}},
-                                    stage(10, 30), 80, true);
+  const Walls walls = compute_walls(split_of(10, 5, 7, 0.5, 1.5, 1),
+                                    ComputeExcess{{1.5, 0.5, 0, 0}}, stage(10, 30), 80, true);
   CHECK(walls.compute.share == Approx(0.3));
   CHECK(walls.communication.share == Approx(0.2));
   CHECK(walls.binding == "compute");
@@ -51,8 +51,7 @@ TEST_CASE("exposed communication larger than compute loss binds on communication
   CHECK(walls.communication.contributor == "tp");
 }
 
-TEST_CASE("a peak that does not fit binds on memory whatever the time split",
-          "[report][walls]") {
+TEST_CASE("a peak that does not fit binds on memory whatever the time split", "[report][walls]") {
   const Walls walls = compute_walls(split_of(10, 5, 9, 0, 0, 0), ComputeExcess{{4, 0, 0, 0}},
                                     stage(60, 40), 80, false);
   CHECK(walls.binding == "memory");

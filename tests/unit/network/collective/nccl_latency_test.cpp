@@ -19,8 +19,8 @@ TEST_CASE("ring latency matches NCCL's worked examples", "[collective][latency]"
   // 16 nodes x 8 (128 ranks), Simple: 8.4 + (254 - 30) x max(3.4, 3 x 1.0) + 30 x 14 = 1190.0 µs,
   // and x1.4 once the per-channel chunk reaches 64 bytes (24 ch x 128 ranks x 64 B = 192 KiB).
   const GroupShape sixteen_nodes{128, 16, 8};
-  CHECK(ring_latency(comm, CollectiveOp::kAllReduce, Protocol::kSimple, sixteen_nodes, 1024)
-            .us() == Approx(1190.0));
+  CHECK(ring_latency(comm, CollectiveOp::kAllReduce, Protocol::kSimple, sixteen_nodes, 1024).us() ==
+        Approx(1190.0));
   CHECK(ring_latency(comm, CollectiveOp::kAllReduce, Protocol::kSimple, sixteen_nodes, 1 << 30)
             .us() == Approx(1190.0 * 1.4));
   // Ring LL on 16 nodes: 6.6 + 224 x max(0.6, 1.0) + 30 x 2.7 = 311.6 µs (§4.7).

@@ -47,8 +47,8 @@ TEST_CASE("two all-reduces on the same GPUs share links in the flow model only",
     engine.run();
     const Time data = alone - plan.latency;
     // Flow: both share every NVLink, so each moves its bytes at half rate: latency + 2 x data.
-    const double expected = std::string(name) == "flow" ? (plan.latency + data + data).seconds()
-                                                        : alone.seconds();
+    const double expected =
+        std::string(name) == "flow" ? (plan.latency + data + data).seconds() : alone.seconds();
     CAPTURE(name);
     CHECK(first.seconds() == Approx(expected).epsilon(1e-6));
     CHECK(second.seconds() == Approx(expected).epsilon(1e-6));
@@ -60,14 +60,15 @@ TEST_CASE("multiplicity charges identical concurrent instances on shared links",
   const Topology topology(test::shipped_cluster("dgx-h100"), 8);
   const CommProfile comm = test::shipped_profile("h100-sxm").comm;
   const auto capacities = effective_capacities(topology, comm);
-  CollectiveRequest request{CollectiveOp::kAllGather, test::first_ranks(1, 8, 8),
-                            512.0 * (1 << 20), Algorithm::kRing, Protocol::kSimple};
+  CollectiveRequest request{CollectiveOp::kAllGather, test::first_ranks(1, 8, 8), 512.0 * (1 << 20),
+                            Algorithm::kRing, Protocol::kSimple};
   const CollectivePlan plan = plan_collective(topology, comm, capacities, request);
   const Time alone = contention_free_time(plan, capacities);
   Engine engine;
   auto model = make_network_model("flow", engine, capacities);
   Time end;
-  model->start(plan, [&] { end = engine.now(); }, 3.0);
+  model->start(
+      plan, [&] { end = engine.now(); }, 3.0);
   engine.run();
   // Three instances on the same links: the data part takes three times as long.
   CHECK(end.seconds() == Approx((plan.latency + (alone - plan.latency) + (alone - plan.latency) +

@@ -49,14 +49,16 @@ TEST_CASE("ring all-reduce on 8 ranks moves 2(n-1)/n of the buffer per rank",
   const auto plan = f.plan(CollectiveOp::kAllReduce, test::first_ranks(1, 8, 8), bytes,
                            Algorithm::kRing, Protocol::kSimple);
   // Reduce-scatter then all-gather: 2 x 7 steps of S/8 each = 1.75 S per rank.
-  for (int gpu = 0; gpu < 8; ++gpu) CHECK(bytes_sent_by(plan, f.topology, gpu) == Approx(1.75 * bytes));
+  for (int gpu = 0; gpu < 8; ++gpu)
+    CHECK(bytes_sent_by(plan, f.topology, gpu) == Approx(1.75 * bytes));
   // All-gather alone: 7 steps of S/8 = 0.875 S.
   const auto gather = f.plan(CollectiveOp::kAllGather, test::first_ranks(1, 8, 8), bytes,
                              Algorithm::kRing, Protocol::kSimple);
   CHECK(bytes_sent_by(gather, f.topology, 3) == Approx(0.875 * bytes));
 }
 
-TEST_CASE("the LL protocol puts two wire bytes on the link per payload byte", "[collective][plan]") {
+TEST_CASE("the LL protocol puts two wire bytes on the link per payload byte",
+          "[collective][plan]") {
   const Fixture f("dgx-h100", 8);
   const auto plan = f.plan(CollectiveOp::kAllGather, test::first_ranks(1, 8, 8), 8192,
                            Algorithm::kRing, Protocol::kLL);
@@ -109,14 +111,14 @@ TEST_CASE("a multi-node ring crosses nodes on each GPU's own rail", "[collective
 TEST_CASE("forcing an algorithm the op does not have lists what is available",
           "[collective][plan]") {
   const Fixture f("dgx-h100", 8);
-  CHECK_THROWS_WITH(f.plan(CollectiveOp::kAllGather, test::first_ranks(1, 8, 8), 1024,
-                           Algorithm::kNvls),
-                    Catch::Contains("available: ring/ll, ring/ll128, ring/simple"));
+  CHECK_THROWS_WITH(
+      f.plan(CollectiveOp::kAllGather, test::first_ranks(1, 8, 8), 1024, Algorithm::kNvls),
+      Catch::Contains("available: ring/ll, ring/ll128, ring/simple"));
   const Fixture a100("dgx-a100", 8);
   // No NVLink SHARP on A100.
-  CHECK_THROWS_AS(a100.plan(CollectiveOp::kAllReduce, test::first_ranks(1, 8, 8), 1024,
-                            Algorithm::kNvls),
-                  InputError);
+  CHECK_THROWS_AS(
+      a100.plan(CollectiveOp::kAllReduce, test::first_ranks(1, 8, 8), 1024, Algorithm::kNvls),
+      InputError);
 }
 
 TEST_CASE("ranks outside the cluster or repeated are rejected", "[collective][plan]") {

@@ -15,8 +15,7 @@ inline ClusterSpec shipped_cluster(const std::string& name) {
 }
 
 inline Profile shipped_profile(const std::string& gpu) {
-  return load_profile(std::string(WALLSIM_SOURCE_ROOT) + "/calibration/profiles/" + gpu +
-                      ".json");
+  return load_profile(std::string(WALLSIM_SOURCE_ROOT) + "/calibration/profiles/" + gpu + ".json");
 }
 
 inline std::vector<int> first_ranks(int nodes, int per_node, int gpus_per_node) {
