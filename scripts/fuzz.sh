@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs every fuzz target for SECONDS each, seeded from the repository's own configs and test
-# data, after replaying the saved regression inputs. Usage: scripts/fuzz.sh BUILD_DIR [SECONDS]
+# Runs every fuzz target for RUNS inputs each (fixed seed, so a run repeats exactly), seeded from
+# the repository's own configs and test data, after replaying the saved regression inputs.
+# Usage: scripts/fuzz.sh BUILD_DIR [RUNS]
 set -euo pipefail
-build=${1:?usage: scripts/fuzz.sh BUILD_DIR [SECONDS]}
-seconds=${2:-30}
+build=${1:?usage: scripts/fuzz.sh BUILD_DIR [RUNS]}
+runs=${2:-20000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -32,8 +33,8 @@ for target in fuzz_run_config fuzz_cluster fuzz_profile fuzz_raw fuzz_text; do
     echo "== $target: replaying $(ls "$regressions" | wc -l) regression input(s)"
     "$binary" -runs=0 "$regressions" || status=1
   fi
-  echo "== $target: fuzzing for ${seconds}s"
-  "$binary" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+  echo "== $target: fuzzing $runs inputs"
+  "$binary" -runs="$runs" -seed=1 -rss_limit_mb=2048 -timeout=10 \
     -artifact_prefix="$work/" "$work/$target" 2>&1 | tail -n 3 || status=1
   for artifact in "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-*; do
     [ -e "$artifact" ] || continue

@@ -46,7 +46,8 @@ std::uint64_t parse_byte_size(const std::string& text, const std::string& option
   }
   const std::string number = text.substr(0, pos);
   const std::uint64_t factor = unit_factor(text.substr(pos));
-  if (number.empty() || factor == 0 || number.find('.') != number.rfind('.')) {
+  const bool has_digit = number.find_first_of("0123456789") != std::string::npos;
+  if (!has_digit || factor == 0 || number.find('.') != number.rfind('.')) {
     throw InputError("command line", option, text, kAllowed);
   }
   const double value = std::stod(number) * static_cast<double>(factor);
