@@ -44,16 +44,63 @@ void check_batch(const TrainingSpec& t, const ParallelSizes& sizes, const std::s
 }
 
 void check_sequence(const TrainingSpec& t, const ParallelSizes& sizes, bool sequence_parallel,
-                    const std::string& where) {
-  // Load-balanced CP cuts the sequence into 2·cp chunks (Megatron get_batch_on_this_cp_rank).
-  const std::int64_t cp_chunks = sizes.cp > 1 ? 2 * sizes.cp : 1;
-  require(t.seq_len % cp_chunks == 0, where, "training.seq_len", t.seq_len,
-          "must be a multiple of 2·cp = " + str(cp_chunks) + " with context parallelism");
+                    bool cp_load_balance, const std::string& where) {
+  // Load-balanced CP cuts the sequence into 2·cp chunks (Megatron get_batch_on_this_cp_rank);
+  // the contiguous split into cp.
+  if (sizes.cp > 1) {
+    const std::int64_t chunks = cp_load_balance ? 2 * sizes.cp : sizes.cp;
+    require(t.seq_len % chunks == 0, where, "training.seq_len", t.seq_len,
+            "must be a multiple of " + std::string(cp_load_balance ? "2·cp = " : "cp = ") +
+                str(chunks) + " with context parallelism");
+  }
   if (sequence_parallel) {
     require(
         (t.seq_len / sizes.cp) % sizes.tp == 0, where, "training.seq_len", t.seq_len,
         "seq_len / cp must be a multiple of tp = " + str(sizes.tp) + " with sequence parallelism");
   }
+}
+
+CpCommType cp_comm_type(const std::string& name) {
+  if (name == "all_gather") return CpCommType::kAllGather;
+  if (name == "a2a") return CpCommType::kA2a;
+  if (name == "a2a+p2p") return CpCommType::kA2aP2p;
+  return CpCommType::kP2p;
+}
+
+// Transformer Engine's CP attention (mechanics.md §3.2): fused attention only; Ulysses needs the
+// local heads and KV heads (already ÷ tp) divisible by the all-to-all size.
+CpLayout check_context(const ModelSpec& m, const ParallelSpec& p, const TrainingSpec& t,
+                       const std::string& where) {
+  CpLayout cp;
+  cp.type = cp_comm_type(p.cp_comm_type);
+  cp.load_balance = p.cp_load_balance;
+  cp.p2p = p.cp;
+  if (cp.type == CpCommType::kA2a) {
+    cp.a2a = p.cp;
+    cp.p2p = 1;
+  } else if (cp.type == CpCommType::kA2aP2p) {
+    cp.a2a = (*p.hierarchical_cp)[0];
+    cp.p2p = (*p.hierarchical_cp)[1];
+    require(cp.a2a * cp.p2p == p.cp, where, "parallel.hierarchical_cp", cp.a2a * cp.p2p,
+            "a2a_size·p2p_size = " + str(cp.a2a) + "·" + str(cp.p2p) + " must equal cp = " +
+                str(p.cp));
+  }
+  if (p.cp == 1) return cp;
+  if (!t.flash_attention) {
+    throw InputError(where, "training.flash_attention", "false",
+                     "context parallelism (cp = " + str(p.cp) +
+                         ") runs on fused attention only: set it to true");
+  }
+  if (cp.a2a > 1) {
+    const std::string what = cp.type == CpCommType::kA2a ? "cp" : "the a2a size";
+    require((m.heads / p.tp) % cp.a2a == 0, where, "parallel.cp", p.cp,
+            what + " (" + str(cp.a2a) + ") must divide the heads per TP rank (" +
+                str(m.heads / p.tp) + ") for all-to-all context parallelism");
+    require((m.kv_heads / p.tp) % cp.a2a == 0, where, "parallel.cp", p.cp,
+            what + " (" + str(cp.a2a) + ") must divide the key/value heads per TP rank (" +
+                str(m.kv_heads / p.tp) + ") for all-to-all context parallelism");
+  }
+  return cp;
 }
 
 bool check_schedule(const ParallelSpec& p, const TrainingSpec& t, const std::string& where) {
@@ -68,6 +115,20 @@ bool check_schedule(const ParallelSpec& p, const TrainingSpec& t, const std::str
 
 }  // namespace
 
+const char* to_string(CpCommType type) {
+  switch (type) {
+    case CpCommType::kP2p:
+      return "p2p";
+    case CpCommType::kAllGather:
+      return "all_gather";
+    case CpCommType::kA2a:
+      return "a2a";
+    case CpCommType::kA2aP2p:
+      return "a2a+p2p";
+  }
+  return "p2p";
+}
+
 Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
                    const TrainingSpec& training, std::int64_t num_gpus, const std::string& where) {
   Layout layout;
@@ -80,7 +141,9 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
     layout.notes.push_back("sequence_parallel switched off: it needs tp > 1 (as Megatron does)");
   }
   check_batch(training, layout.sizes, where);
-  check_sequence(training, layout.sizes, layout.sequence_parallel, where);
+  check_sequence(training, layout.sizes, layout.sequence_parallel, parallel.cp_load_balance,
+                 where);
+  layout.cp = check_context(model, parallel, training, where);
   layout.interleaved = check_schedule(parallel, training, where);
   layout.num_microbatches = training.global_batch / (training.micro_batch * layout.sizes.dp);
   layout.placement = place_layers({model.layers, parallel.pp, parallel.vpp,

@@ -4,7 +4,8 @@
 // make_layout rejects impossible layouts with the reason, as Megatron-LM's argument checks
 // would (heads % tp, kv_heads % tp, ffn_hidden % tp, num_gpus % (tp·cp·pp),
 // global_batch % (micro_batch·dp), seq_len % (2·cp) with context parallelism, seq_len/cp % tp
-// with sequence parallelism). Sequence parallelism without tp > 1 is switched off with a note,
+// with sequence parallelism; with cp > 1: flash attention, for a2a the local heads and KV heads
+// divisible by the all-to-all size, hierarchical sizes multiplying to cp). Sequence parallelism without tp > 1 is switched off with a note,
 // as Megatron does. Not fitting in memory is not a layout error: memory.hpp reports it.
 #pragma once
 
@@ -20,11 +21,25 @@
 
 namespace wallsim::models {
 
+// How attention is split over the CP group (mechanics.md §3.2): a ring of p2p KV exchanges, an
+// all-gather of KV, Ulysses all-to-alls, or all-to-alls inside groups of `a2a` ranks with a ring
+// over the `p2p` groups (a2a·p2p = cp; p2p alone: a2a = 1, p2p = cp; a2a alone: a2a = cp).
+enum class CpCommType { kP2p, kAllGather, kA2a, kA2aP2p };
+const char* to_string(CpCommType type);
+
+struct CpLayout {
+  CpCommType type = CpCommType::kP2p;
+  std::int64_t a2a = 1;  // ranks in one all-to-all group
+  std::int64_t p2p = 1;  // ranks in one ring
+  bool load_balance = true;  // zig-zag chunks; false: contiguous, the last rank does the most
+};
+
 struct Layout {
   ParallelSizes sizes;  // ep = 1 on the dense grid
   AxisOrder order{};
   std::int64_t vpp = 1;
   bool sequence_parallel = false;     // effective value
+  CpLayout cp;                        // meaningful when sizes.cp > 1
   bool interleaved = false;           // interleaved 1F1B (vpp > 1)
   std::int64_t num_microbatches = 1;  // m = global_batch / (micro_batch·dp)
   LayerPlacement placement;

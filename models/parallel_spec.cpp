@@ -1,6 +1,7 @@
 #include "models/parallel_spec.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "sim/core/json_reader.hpp"
 
@@ -23,18 +24,28 @@ void read_pipeline(JsonObject& object, ParallelSpec& spec) {
   if (auto node = object.find("last_stage_layers")) spec.last_stage_layers = node->as_integer(0);
 }
 
-// Keys of later issues: accepted with their defaults, anything else is "not supported yet".
-void read_context_and_expert(JsonObject& object, ParallelSpec& spec) {
+// Context parallelism: the exchange (mechanics.md §3.2) and, for a2a+p2p, the inner all-to-all
+// and outer ring sizes (Megatron's --hierarchical-context-parallel-sizes).
+void read_context(JsonObject& object, ParallelSpec& spec) {
   spec.cp = object.integer_or("cp", 1, 1);
   spec.cp_comm_type =
       object.choice_or("cp_comm_type", "p2p", {"p2p", "all_gather", "a2a", "a2a+p2p"});
-  if (spec.cp_comm_type != "p2p") {
-    object.at("cp_comm_type").fail("not supported yet: only p2p for now");
-  }
-  if (object.boolean_or("hierarchical_cp", false)) {
-    object.at("hierarchical_cp").fail("not supported yet: must be false for now");
+  if (auto node = object.find("hierarchical_cp")) {
+    if (spec.cp_comm_type != "a2a+p2p") {
+      node->fail("only used with cp_comm_type \"a2a+p2p\"");
+    }
+    const std::vector<JsonNode> sizes = node->as_array();
+    if (sizes.size() != 2) node->fail("must be [a2a_size, p2p_size]");
+    spec.hierarchical_cp = {sizes[0].as_integer(1), sizes[1].as_integer(1)};
+  } else if (spec.cp_comm_type == "a2a+p2p") {
+    object.at("cp_comm_type")
+        .fail("\"a2a+p2p\" needs parallel.hierarchical_cp = [a2a_size, p2p_size]");
   }
   spec.cp_load_balance = object.boolean_or("cp_load_balance", true);
+}
+
+// Keys of later issues: accepted with their defaults, anything else is "not supported yet".
+void read_expert(JsonObject& object, ParallelSpec& spec) {
   spec.ep = object.integer_or("ep", 1, 1);
   spec.etp = object.integer_or("etp", 1, 1);
   for (const char* key : {"ep", "etp"}) {
@@ -92,7 +103,8 @@ ParallelSpec parse_parallel_spec(const JsonNode& node) {
   ParallelSpec spec;
   spec.tp = object.integer_or("tp", 1, 1);
   spec.sequence_parallel = object.boolean_or("sequence_parallel", false);
-  read_context_and_expert(object, spec);
+  read_context(object, spec);
+  read_expert(object, spec);
   read_pipeline(object, spec);
   if (auto order = object.find("order")) spec.order = parse_axis_order(*order);
   if (auto dp = object.find("dp")) spec.dp = dp->as_integer(1);

@@ -1,7 +1,7 @@
 // The `parallel` section of a run config: how the job is split over GPUs.
 //
 // Keys and defaults (models/README.md): tp 1, sequence_parallel false, cp 1, cp_comm_type
-// "p2p", hierarchical_cp false, cp_load_balance true, pp 1, vpp 1, first_stage_layers /
+// "p2p", hierarchical_cp (a2a+p2p only: [a2a_size, p2p_size]), cp_load_balance true, pp 1, vpp 1, first_stage_layers /
 // last_stage_layers (Megatron's --decoder-first/last-pipeline-num-layers; absent = even split),
 // ep 1, etp 1, moe_dispatcher "alltoall", ep_group_style "megatron", order "tp-cp-ep-dp-pp",
 // dp (optional; must equal num_gpus / (tp·cp·pp)).
@@ -29,7 +29,9 @@ struct ParallelSpec {
   std::int64_t tp = 1;
   bool sequence_parallel = false;  // as requested; the effective value lives in Layout
   std::int64_t cp = 1;
-  std::string cp_comm_type = "p2p";
+  std::string cp_comm_type = "p2p";  // p2p | all_gather | a2a | a2a+p2p
+  // a2a+p2p only: {a2a_size, p2p_size}, multiplying to cp.
+  std::optional<std::array<std::int64_t, 2>> hierarchical_cp;
   bool cp_load_balance = true;
   std::int64_t pp = 1;
   std::int64_t vpp = 1;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -130,30 +131,65 @@ double median_time_s(Launch launch, int warmup = 3, int reps = 10, int inner = 1
   return times[times.size() / 2];
 }
 
-// --out FILE (default <tool>.raw.json) and --quick (fewer points, for a smoke run).
+// --out FILE (default <tool>.raw.json), --quick (fewer points, for a smoke run) and
+// --max-seconds S (stop sweeping once S seconds have passed and write the points so far).
 struct Flags {
   std::string out;
   bool quick = false;
-  std::string shapes;  // gemm_bench: extra shapes file
+  double max_seconds = 0;  // 0: no limit
+  std::string shapes;      // gemm_bench: extra shapes file
 };
 
+[[noreturn]] inline void usage(const std::string& tool) {
+  std::fprintf(stderr, "usage: %s [--out FILE] [--quick] [--max-seconds S]%s\n", tool.c_str(),
+               tool == "gemm_bench" ? " [--shapes FILE]" : "");
+  std::exit(2);
+}
+
 inline Flags parse_flags(int argc, char** argv, const std::string& tool) {
-  Flags flags{tool + ".raw.json"};
+  Flags flags;
+  flags.out = tool + ".raw.json";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--out" && i + 1 < argc) {
+    const bool has_value = i + 1 < argc;
+    if (arg == "--out" && has_value) {
       flags.out = argv[++i];
     } else if (arg == "--quick") {
       flags.quick = true;
-    } else if (arg == "--shapes" && i + 1 < argc) {
+    } else if (arg == "--max-seconds" && has_value) {
+      char* end = nullptr;
+      flags.max_seconds = std::strtod(argv[++i], &end);
+      if (*end != '\0' || !(flags.max_seconds > 0)) usage(tool);
+    } else if (arg == "--shapes" && has_value && tool == "gemm_bench") {
       flags.shapes = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--out FILE] [--quick]%s\n", tool.c_str(),
-                   tool == "gemm_bench" ? " [--shapes FILE]" : "");
-      std::exit(2);
+      usage(tool);
     }
   }
   return flags;
+}
+
+// The wall-clock budget of a sweep (--max-seconds): a bench checks it before each point or
+// series and, once it is spent, stops and writes what it has (a bounded calibration run).
+class Budget {
+ public:
+  explicit Budget(double seconds) : seconds_(seconds), start_(std::chrono::steady_clock::now()) {}
+  bool spent() const {
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
+    return seconds_ > 0 && elapsed.count() >= seconds_;
+  }
+
+ private:
+  double seconds_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Prints, once, that the budget cut the sweep short.
+inline bool stop_for_budget(const Budget& budget, const std::string& tool, std::size_t points) {
+  if (!budget.spent()) return false;
+  std::fprintf(stderr, "%s: --max-seconds spent, sweep stopped after %zu points\n", tool.c_str(),
+               points);
+  return true;
 }
 
 }  // namespace bench

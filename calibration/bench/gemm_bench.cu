@@ -159,9 +159,12 @@ int main(int argc, char** argv) {
   for (const Shape& s : file_shapes(flags.shapes)) shapes.push_back(s);
 
   std::vector<bench::JsonObject> points;
+  const bench::Budget budget(flags.max_seconds);
+  bool stopped = false;
   for (bool fp8 : {false, true}) {
     if (fp8 && !has_fp8) continue;
     for (const Shape& s : shapes) {
+      if (stopped || (stopped = bench::stop_for_budget(budget, "gemm_bench", points.size()))) break;
       const double t = time_gemm(lt, s, fp8, workspace);
       if (t <= 0) {
         std::fprintf(stderr, "gemm_bench: no cuBLASLt algorithm for %lldx%lldx%lld x%lld %s\n", s.m,

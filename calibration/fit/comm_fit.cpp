@@ -101,7 +101,10 @@ void fit_ring_intra(const std::vector<CollectiveSeries>& all, double nvlink_GBps
 }
 
 void fit_nvls(const std::vector<CollectiveSeries>& all, double nvlink_GBps, CommFit& fit) {
-  const auto nvls = select(all, [](const auto& s) { return s.algorithm == Algorithm::kNvls; });
+  // NVLS within one NVSwitch domain only: across nodes NCCL pairs it with a network tree,
+  // which this in-switch model does not describe.
+  const auto nvls =
+      select(all, [](const auto& s) { return s.algorithm == Algorithm::kNvls && s.nodes == 1; });
   if (nvls.empty()) return;
   CommProfile& c = fit.profile;
   std::vector<double> efficiency, latency;
@@ -186,7 +189,8 @@ void fit_tree(const std::vector<CollectiveSeries>& all, CommFit& fit) {
   CommProfile& c = fit.profile;
   for (int p = 0; p < kProtocolCount; ++p) {
     const auto series = select(all, [p](const auto& s) {
-      return s.algorithm == Algorithm::kTree && static_cast<int>(s.protocol) == p &&
+      // One node has no network step to solve for (log2 nodes = 0 below).
+      return s.algorithm == Algorithm::kTree && static_cast<int>(s.protocol) == p && s.nodes > 1 &&
              s.ranks % s.nodes == 0;
     });
     if (series.empty()) continue;

@@ -16,15 +16,37 @@ Dtype training_dtype(const TrainingSpec& training) {
   return training.precision == "fp8" ? Dtype::kFp8 : Dtype::kBf16;
 }
 
-RankIndex critical_rank(const ReplayResult& replay) {
+Time rank_end(const RankTrace& trace) {
+  Time end = Time::zero();
+  for (const auto& record : trace.ops) end = max(end, record.end);
+  return end;
+}
+
+Time compute_busy(const OpGraph& graph, const RankTrace& trace) {
+  Time busy = Time::zero();
+  for (OpIndex i = 0; i < graph.size(); ++i) {
+    const Op& op = graph.op(i);
+    if (op.stream == Streams::kCompute && op.kind == OpKind::kCompute) {
+      busy = busy + (trace.ops[i].end - trace.ops[i].start);
+    }
+  }
+  return busy;
+}
+
+// The rank that finishes last; among ranks finishing together (a step ends with collectives
+// every rank waits for), the one that computed the longest, so the time split shows the work
+// that set the pace rather than a rank waiting for it.
+RankIndex critical_rank(const StepProgram& program, const ReplayResult& replay) {
   RankIndex critical = 0;
-  Time latest = Time::zero();
+  Time latest = Time::zero(), busiest = Time::zero();
   for (RankIndex r = 0; r < static_cast<RankIndex>(replay.ranks.size()); ++r) {
-    for (const auto& record : replay.ranks[r].ops) {
-      if (record.end > latest) {
-        latest = record.end;
-        critical = r;
-      }
+    const Time end = rank_end(replay.ranks[r]);
+    if (end < latest) continue;
+    const Time busy = compute_busy(program.graphs[r], replay.ranks[r]);
+    if (end > latest || busy > busiest) {
+      latest = end;
+      busiest = busy;
+      critical = r;
     }
   }
   return critical;
@@ -91,7 +113,7 @@ RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepP
   s.fidelity = config.simulation.fidelity;
   s.network_model = config.simulation.network;
   s.simulated_ranks = static_cast<int>(program.graphs.size());
-  const RankIndex critical = critical_rank(replay);
+  const RankIndex critical = critical_rank(program, replay);
   s.critical_rank = static_cast<int>(program.global_rank[critical]);
   s.critical_stage = static_cast<int>(program.stage[critical]);
 

@@ -13,16 +13,18 @@ TpSetting without_overlap(TpSetting tp) {
 }  // namespace
 
 LayerOps::LayerOps(OpEmitter& emit, const LayerDims& dims, const TpSetting& tp,
-                   const RecomputePlan& recompute, const LayerMemory& memory,
+                   const CpSetting& cp, const RecomputePlan& recompute, const LayerMemory& memory,
                    bool holds_output_weights)
     : emit_(emit),
       dims_(dims),
       tp_(tp),
+      cp_(cp),
       recompute_(recompute),
       memory_(memory),
       holds_output_weights_(holds_output_weights),
       linear_(emit, tp, dims.tp_collective_bytes()),
-      output_linear_(emit, without_overlap(tp), dims.tp_collective_bytes()) {}
+      output_linear_(emit, without_overlap(tp), dims.tp_collective_bytes()),
+      cp_attention_(emit, dims, cp) {}
 
 void LayerOps::tag(std::int64_t microbatch, std::optional<std::int64_t> layer,
                    const std::string& prefix, bool recompute) {
@@ -80,10 +82,10 @@ double LayerOps::score_elements(const AttentionShape& call) const {
          static_cast<double>(call.seq_kv);
 }
 
-void LayerOps::core_attention_forward() {
+Deps LayerOps::core_attention_forward(const Deps& producer) {
+  if (cp_.active) return cp_attention_.forward(producer);
   if (dims_.flash_attention) {
-    emit_.attention("attn fwd", dims_.attention_calls(), /*backward=*/false);
-    return;
+    return {emit_.attention("attn fwd", dims_.attention_calls(), /*backward=*/false, producer)};
   }
   for (const AttentionShape& call : dims_.attention_calls()) {
     const std::int64_t bmm_batch = call.batch * call.heads;
@@ -93,12 +95,13 @@ void LayerOps::core_attention_forward() {
     if (dims_.attention_dropout) emit_.memory_bound("attn dropout fwd", 5.0 * scores);
     emit_.gemm("attn context fwd", {call.seq_q, call.head_dim, call.seq_kv, bmm_batch});
   }
+  return {};
 }
 
-void LayerOps::core_attention_backward() {
+Deps LayerOps::core_attention_backward(const Deps& producer) {
+  if (cp_.active) return cp_attention_.backward(producer);
   if (dims_.flash_attention) {
-    emit_.attention("attn bwd", dims_.attention_calls(), /*backward=*/true);
-    return;
+    return {emit_.attention("attn bwd", dims_.attention_calls(), /*backward=*/true, producer)};
   }
   for (const AttentionShape& call : dims_.attention_calls()) {
     const std::int64_t bmm_batch = call.batch * call.heads;
@@ -110,13 +113,21 @@ void LayerOps::core_attention_backward() {
     emit_.gemm("attn dq", {call.seq_q, call.head_dim, call.seq_kv, bmm_batch});
     emit_.gemm("attn dk", {call.seq_kv, call.head_dim, call.seq_q, bmm_batch});
   }
+  return {};
+}
+
+// The compute op before this point of the program (what a kernel or a NCCL call issued now
+// waits for).
+Deps LayerOps::producer() const {
+  if (const auto last = emit_.last_compute()) return {*last};
+  return {};
 }
 
 OpIndex LayerOps::forward_ops(const Deps& deps) {
   emit_.memory_bound("ln1 fwd", norm_forward_bytes(), deps);
   linear_.column_forward("qkv", qkv_shape());
-  core_attention_forward();
-  const OpIndex proj = linear_.row_forward("proj", proj_shape());
+  const Deps attention = core_attention_forward(producer());
+  const OpIndex proj = linear_.row_forward("proj", proj_shape(), attention);
   emit_.memory_bound("residual1 fwd", residual_bytes(), {proj});
   emit_.memory_bound("ln2 fwd", norm_forward_bytes());
   linear_.column_forward("fc1", fc1_shape());
@@ -182,13 +193,18 @@ OpIndex LayerOps::attention_backward(std::vector<GradReady>& grads) {
     emit_.set_tag(plain);
   }
   const LinearBackward proj = linear_.row_backward("proj", proj_shape());
+  // Attention's backward (and its CP exchange) starts once proj's backward, wgrad included, is
+  // done, as autograd runs them.
+  Deps input = producer();
+  input.push_back(proj.grad_input);
   if (recompute_.core_attention) {
     emit_.set_tag(again);
-    core_attention_forward();
+    const Deps recomputed = core_attention_forward(producer());
+    input.insert(input.end(), recomputed.begin(), recomputed.end());
     emit_.set_tag(plain);
   }
-  core_attention_backward();
-  const LinearBackward qkv = linear_.column_backward("qkv", qkv_shape());
+  const Deps attention = core_attention_backward(input);
+  const LinearBackward qkv = linear_.column_backward("qkv", qkv_shape(), attention);
   const bool full = recompute_.mode == Recompute::full;
   emit_.free_on_next(memory_.layer_bytes + (full ? memory_.transient_bytes : 0.0));
   const OpIndex norm = emit_.memory_bound("ln1 bwd", norm_backward_bytes(), {qkv.grad_input});

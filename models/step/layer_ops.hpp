@@ -8,6 +8,7 @@
 //             of the f/t output) → fc2 (row) → residual/dropout
 //   backward  the reverse: residual (6e) → fc2 → activation (GeLU 6e, SwiGLU 10e) → fc1 → ln2
 //             (6e) → residual → proj → [recomputed attention] → attention → qkv → ln1
+// With context parallelism core attention exchanges K and V over the CP group (cp_attention.hpp).
 // Norms and residuals work on the sequence shard with SP (e ÷ t).
 //
 // Memory: a layer's forward allocates layer_activation_bytes at its first op and its backward
@@ -18,6 +19,7 @@
 
 #include <vector>
 
+#include "models/step/cp_attention.hpp"
 #include "models/step/op_emitter.hpp"
 #include "models/step/step_context.hpp"
 #include "models/step/tp_linear.hpp"
@@ -33,7 +35,7 @@ struct LayerMemory {
 
 class LayerOps {
  public:
-  LayerOps(OpEmitter& emit, const LayerDims& dims, const TpSetting& tp,
+  LayerOps(OpEmitter& emit, const LayerDims& dims, const TpSetting& tp, const CpSetting& cp,
            const RecomputePlan& recompute, const LayerMemory& memory, bool holds_output_weights);
 
   // Each returns the op the next part of the program waits for; `deps` are the cross-stream
@@ -56,9 +58,11 @@ class LayerOps {
 
  private:
   OpIndex forward_ops(const Deps& deps);
-  void core_attention_forward();
-  void core_attention_backward();
+  // Each takes the ops its input comes from and returns those the next op waits for.
+  Deps core_attention_forward(const Deps& producer);
+  Deps core_attention_backward(const Deps& producer);
   double score_elements(const AttentionShape& call) const;
+  Deps producer() const;
   OpIndex mlp_backward(const Deps& deps, std::vector<GradReady>& grads);
   OpIndex attention_backward(std::vector<GradReady>& grads);
   void tag(std::int64_t microbatch, std::optional<std::int64_t> layer, const std::string& prefix,
@@ -78,11 +82,13 @@ class LayerOps {
   OpEmitter& emit_;
   LayerDims dims_;
   TpSetting tp_;
+  CpSetting cp_;
   RecomputePlan recompute_;
   LayerMemory memory_;
   bool holds_output_weights_;
   TpLinear linear_;
   TpLinear output_linear_;  // Megatron's output layer is not a TE module: no userbuffer overlap
+  CpAttention cp_attention_;
 };
 
 }  // namespace wallsim::models

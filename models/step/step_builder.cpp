@@ -77,13 +77,31 @@ RealGroups real_groups(RankGroups groups, std::int64_t world) {
 }
 
 // Everything the per-rank builds share.
+// Hierarchical CP (mechanics.md §3.2): inside every CP group (members by CP index), the
+// all-to-all groups are runs of `a2a` consecutive members and the rings take every a2a-th.
+RankGroups cp_subgroups(const RankGroups& cp_groups, std::int64_t a2a, bool rings) {
+  RankGroups out;
+  for (const auto& group : cp_groups) {
+    const auto n = static_cast<std::int64_t>(group.size());
+    const std::int64_t count = rings ? a2a : n / a2a;
+    for (std::int64_t k = 0; k < count; ++k) {
+      std::vector<std::int64_t> members;
+      for (std::int64_t i = 0; i < n; ++i) {
+        if (rings ? i % a2a == k : i / a2a == k) members.push_back(group[static_cast<std::size_t>(i)]);
+      }
+      out.push_back(std::move(members));
+    }
+  }
+  return out;
+}
+
 struct StepInputs {
   const RunConfig& config;
   RankLayout ranks;
   LayerDims dims;
   RecomputePlan recompute;
   MemoryReport memory;
-  RealGroups tp, dp_cp, embedding;
+  RealGroups tp, dp_cp, embedding, cp, cp_a2a, cp_ring;
   std::vector<std::optional<RankIndex>> simulated_of;
 };
 
@@ -131,6 +149,22 @@ TpSetting tp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank)
   tp.overlap = in.config.training.overlap.tp_comm && layout.sequence_parallel;
   if (tp.active) tp.group = table.index(in.tp.of(rank));
   return tp;
+}
+
+CpSetting cp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank) {
+  const Layout& layout = in.config.layout;
+  CpSetting cp;
+  cp.cp = layout.sizes.cp;
+  cp.active = cp.cp > 1;
+  cp.layout = layout.cp;
+  cp.overlap = in.config.training.overlap.cp_comm;
+  if (!cp.active) return cp;
+  cp.cp_position = in.ranks.coordinates(rank).cp;
+  cp.ring_position = cp.cp_position / layout.cp.a2a;
+  cp.cp_group = table.index(in.cp.of(rank));
+  if (layout.cp.a2a > 1) cp.a2a_group = table.index(in.cp_a2a.of(rank));
+  if (layout.cp.p2p > 1) cp.ring_group = table.index(in.cp_ring.of(rank));
+  return cp;
 }
 
 DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
@@ -203,8 +237,10 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
                  c.training.precision == "fp8" ? Dtype::kFp8 : Dtype::kBf16);
   const bool output_weights =
       stage == c.layout.sizes.pp - 1 && (!c.model.tied_embeddings || c.layout.sizes.pp > 1);
-  LayerOps layers(emit, in.dims, tp_setting(in, groups, rank), in.recompute, layer_memory(c, stage),
-                  output_weights);
+  // Groups are registered in this order: tp, cp, dp (binding_between relies on it).
+  const TpSetting tp = tp_setting(in, groups, rank);
+  const CpSetting cp = cp_setting(in, groups, rank);
+  LayerOps layers(emit, in.dims, tp, cp, in.recompute, layer_memory(c, stage), output_weights);
   DataParallelOps data_parallel(emit, dp_setting(in, groups, rank, stage),
                                 chunk_units(layers, c.layout, stage));
   PipelineOps pipeline(emit, layers, data_parallel, pipeline_setting(in, rank),
@@ -214,16 +250,32 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
   return graph;
 }
 
-std::vector<std::int64_t> simulated_ranks(const RankLayout& ranks, Fidelity fidelity) {
+// Ranks run one program when they share a stage, except that the contiguous CP split gives
+// every CP position its own amount of attention work.
+bool cp_positions_differ(const Layout& layout) {
+  return layout.sizes.cp > 1 && !layout.cp.load_balance;
+}
+
+std::int64_t program_class(const Layout& layout, const RankCoordinates& coordinates) {
+  const std::int64_t positions = cp_positions_differ(layout) ? layout.sizes.cp : 1;
+  return coordinates.pp * positions + (positions > 1 ? coordinates.cp : 0);
+}
+
+std::vector<std::int64_t> simulated_ranks(const Layout& layout, const RankLayout& ranks,
+                                          Fidelity fidelity) {
   std::vector<std::int64_t> chosen;
   if (fidelity == Fidelity::kFull) {
     for (std::int64_t r = 0; r < ranks.world_size(); ++r) chosen.push_back(r);
     return chosen;
   }
+  const std::int64_t positions = cp_positions_differ(layout) ? layout.sizes.cp : 1;
   for (std::int64_t stage = 0; stage < ranks.sizes().pp; ++stage) {
-    RankCoordinates representative;
-    representative.pp = stage;
-    chosen.push_back(ranks.rank(representative));
+    for (std::int64_t position = 0; position < positions; ++position) {
+      RankCoordinates representative;
+      representative.pp = stage;
+      representative.cp = position;
+      chosen.push_back(ranks.rank(representative));
+    }
   }
   return chosen;
 }
@@ -234,7 +286,7 @@ struct StageTemplate {
   double hardware_flops = 0;
 };
 
-// The renames that turn `built`'s program into `rank`'s (same stage): its TP, DP×CP and
+// The renames that turn `built`'s program into `rank`'s (same class): its TP, CP, DP×CP and
 // embedding groups and its pipeline neighbours. Registers `rank`'s groups in the table in the
 // order build_rank would, so group indices do not depend on the sharing.
 OpBinding binding_between(const StepInputs& in, GroupTable& groups, std::int64_t built,
@@ -244,6 +296,15 @@ OpBinding binding_between(const StepInputs& in, GroupTable& groups, std::int64_t
   const TpSetting tp_built = tp_setting(in, groups, built);
   const TpSetting tp = tp_setting(in, groups, rank);
   if (tp.active) binding.groups.emplace_back(tp_built.group, tp.group);
+  const CpSetting cp_built = cp_setting(in, groups, built);
+  const CpSetting cp = cp_setting(in, groups, rank);
+  if (cp.active) {
+    binding.groups.emplace_back(cp_built.cp_group, cp.cp_group);
+    if (in.config.layout.cp.a2a > 1) binding.groups.emplace_back(cp_built.a2a_group, cp.a2a_group);
+    if (in.config.layout.cp.p2p > 1) {
+      binding.groups.emplace_back(cp_built.ring_group, cp.ring_group);
+    }
+  }
   const DpSetting dp_built = dp_setting(in, groups, built, stage);
   const DpSetting dp = dp_setting(in, groups, rank, stage);
   if (dp.active) binding.groups.emplace_back(dp_built.group, dp.group);
@@ -276,25 +337,29 @@ StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fi
       real_groups(ranks.groups({Axis::tp}), world),
       real_groups(ranks.groups({Axis::dp, Axis::cp}), world),
       real_groups(ranks.embedding_groups(), world),
+      real_groups(ranks.groups({Axis::cp}), world),
+      real_groups(cp_subgroups(ranks.groups({Axis::cp}), config.layout.cp.a2a, false), world),
+      real_groups(cp_subgroups(ranks.groups({Axis::cp}), config.layout.cp.a2a, true), world),
       std::vector<std::optional<RankIndex>>(static_cast<std::size_t>(world))};
   StepProgram program;
-  program.global_rank = simulated_ranks(ranks, fidelity);
+  program.global_rank = simulated_ranks(config.layout, ranks, fidelity);
   for (std::size_t i = 0; i < program.global_rank.size(); ++i) {
     in.simulated_of[static_cast<std::size_t>(program.global_rank[i])] = static_cast<RankIndex>(i);
   }
   KernelTimer timer(gpu);
   PayloadTable payloads;
   GroupTable groups(in.simulated_of);
-  // Ranks of one stage run one program on different groups and peers: the first rank of each
-  // stage is built, the others share its graph under their own names (OpGraph::rebound).
+  // Ranks of one class run one program on different groups and peers: the first rank of each
+  // class is built, the others share its graph under their own names (OpGraph::rebound).
   std::map<std::int64_t, StageTemplate> templates;
   for (std::int64_t rank : program.global_rank) {
     const std::int64_t stage = ranks.coordinates(rank).pp;
-    auto found = templates.find(stage);
+    const std::int64_t program_id = program_class(config.layout, ranks.coordinates(rank));
+    auto found = templates.find(program_id);
     if (found == templates.end()) {
       StageTemplate t{rank, build_rank(in, rank, timer, payloads, groups), 0};
       t.hardware_flops = graph_flops(t.graph);
-      found = templates.emplace(stage, std::move(t)).first;
+      found = templates.emplace(program_id, std::move(t)).first;
       program.graphs.push_back(found->second.graph.rebound({}));
     } else {
       const StageTemplate& t = found->second;

@@ -12,20 +12,10 @@ double LayerDims::sharded_hidden_elements() const {
   return hidden_elements() / (sequence_parallel ? static_cast<double>(tp) : 1.0);
 }
 
-// Without context parallelism one causal call over s' queries and keys. With it (Megatron's
-// load-balanced p2p ring, mechanics.md §3), a rank attends its s' queries to every one of the cp
-// key chunks: the diagonal block causally, and cp − 1 half blocks (s' queries × s'/2 keys, or
-// the other way round) without a mask, which is the rank's 1/cp share of the causal work.
-// (The KV exchange itself belongs to the CP builder.)
+// One causal call over the rank's s' queries and keys (context parallelism splits the work
+// differently: cp_attention.hpp).
 std::vector<AttentionShape> LayerDims::attention_calls() const {
-  const std::int64_t local_heads = heads / tp;
-  const std::int64_t local_kv_heads = kv_heads / tp;
-  std::vector<AttentionShape> calls{
-      {batch, local_heads, local_kv_heads, seq, seq, head_dim, /*causal=*/true}};
-  for (std::int64_t step = 1; step < cp; ++step) {
-    calls.push_back({batch, local_heads, local_kv_heads, seq, seq / 2, head_dim, false});
-  }
-  return calls;
+  return {{batch, heads / tp, kv_heads / tp, seq, seq, head_dim, /*causal=*/true}};
 }
 
 LayerDims layer_dims(const RunConfig& config) {

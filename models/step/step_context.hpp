@@ -43,7 +43,8 @@ struct LayerDims {
   std::int64_t attention_width() const { return heads * head_dim / tp; }
   std::int64_t fc1_width() const { return (gated ? 2 : 1) * ffn / tp; }
   std::int64_t fc2_input_width() const { return ffn / tp; }
-  // The flash-attention calls of one layer's forward (or backward) on this rank.
+  // The attention calls of one layer's forward (or backward) on this rank without context
+  // parallelism.
   std::vector<AttentionShape> attention_calls() const;
 };
 

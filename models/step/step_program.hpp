@@ -27,6 +27,7 @@ struct Streams {
   static constexpr StreamIndex kPpSendBackward = 4;
   static constexpr StreamIndex kPpRecvForward = 5;
   static constexpr StreamIndex kPpRecvBackward = 6;
+  static constexpr StreamIndex kCp = 7;
 };
 
 struct CommPayload {

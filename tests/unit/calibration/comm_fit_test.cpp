@@ -74,3 +74,35 @@ TEST_CASE("what the data cannot determine is kept from the base profile") {
   CHECK(fit.profile.tree_ll_max_bus_GBps[0] == base.tree_ll_max_bus_GBps[0]);  // no 1-node tree
   CHECK(std::count(fit.fitted.begin(), fit.fitted.end(), "nvlink_efficiency") == 1);
 }
+
+namespace {
+
+// Exact points t = alpha + S·busfactor/busbw of one series at three sizes.
+std::vector<CollectivePoint> exact_series(Algorithm algorithm, int ranks, int nodes, double alpha_s,
+                                          double busbw_Bps) {
+  std::vector<CollectivePoint> points;
+  const double factor = 2.0 * (ranks - 1) / ranks;  // all-reduce
+  for (double bytes : {1e6, 1e8, 1e9}) {
+    points.push_back({CollectiveOp::kAllReduce, ranks, nodes, bytes, algorithm, Protocol::kSimple,
+                      alpha_s + bytes * factor / busbw_Bps});
+  }
+  return points;
+}
+
+}  // namespace
+
+TEST_CASE("single-node tree and multi-node NVLS series leave the comm profile as it was") {
+  // nccl_bench measures tree only across nodes and NVLS only within one, but a raw file may
+  // come from elsewhere: a one-node tree has no network step (the per-step solve would divide
+  // by log2(1) = 0) and NVLS across nodes is NVLS+tree, not the in-switch model.
+  std::vector<CollectivePoint> points = exact_series(Algorithm::kTree, 8, 1, 30e-6, 200e9);
+  const auto nvls = exact_series(Algorithm::kNvls, 16, 2, 40e-6, 400e9);
+  points.insert(points.end(), nvls.begin(), nvls.end());
+  const CommProfile base = parse_profile(test::h100_document(), "base").comm;
+  const CommFit fit =
+      fit_comm(fit_collective_series(points, base.ring_channels), base, test::dgx_h100());
+  CHECK(fit.profile.tree.net_us == base.tree.net_us);
+  CHECK(fit.profile.tree_simple_max_bus_GBps == base.tree_simple_max_bus_GBps);
+  CHECK(fit.profile.nvls_efficiency == base.nvls_efficiency);
+  CHECK(fit.fitted.empty());
+}

@@ -71,8 +71,8 @@ TEST_CASE("errors name the file a value came from", "[models][config]") {
                     Contains("parallel.tpp") && Contains("unknown key"));
   CHECK_THROWS_WITH(load_run_config(kExample, {"parallel.ep=2"}),
                     Contains("parallel.ep = 2") && Contains("dense"));
-  CHECK_THROWS_WITH(load_run_config(kExample, {"parallel.cp_comm_type=a2a"}),
-                    Contains("not supported yet"));
+  CHECK_THROWS_WITH(load_run_config(kExample, {"parallel.cp_comm_type=a2a+p2p"}),
+                    Contains("parallel.cp_comm_type") && Contains("hierarchical_cp"));
   CHECK_THROWS_WITH(load_run_config(kExample, {"model.moe={\"experts\":8}"}),
                     Contains("moe") && Contains("not supported yet"));
   json doc = example_json();
