@@ -79,12 +79,8 @@ std::vector<std::string> sweep_notes(const SweepSpace& space) {
   std::vector<std::string> notes;
   if (std::any_of(space.cp.begin(), space.cp.end(), [](std::int64_t cp) { return cp > 1; })) {
     notes.push_back(
-        "cp > 1: the layout rules and memory account for context parallelism, but "
-        "its communication is not simulated yet (rows with cp > 1 are optimistic)");
-  } else {
-    notes.push_back(
-        "cp = 1 only: context-parallel communication is not simulated yet "
-        "(--vary cp=1,2,4,8 adds it to the space anyway)");
+        "cp > 1 exchanges attention over CP as the config's parallel.cp_comm_type says "
+        "(default: the p2p ring with the load-balanced split)");
   }
   notes.push_back("dense models only: ep and etp are not swept (MoE is not supported yet)");
   return notes;

@@ -142,6 +142,11 @@ const std::vector<std::string>& sweep_knob_names() {
   return kNames;
 }
 
+// Below 16K tokens per sequence a CP split only shortens GEMMs that TP already splits; from 16K
+// on attention's s² work makes CP worth trying (mechanics.md §3.2: CP scales compute and
+// communication by 1/cp and avoids full recompute).
+constexpr std::int64_t kContextParallelFromTokens = 16384;
+
 SweepSpace default_space(const SpaceShape& shape) {
   SweepSpace space;
   space.tp.clear();
@@ -158,6 +163,12 @@ SweepSpace default_space(const SpaceShape& shape) {
       return pp > 1 && shape.layers % (pp * v) == 0;
     });
     if (fits) space.vpp.push_back(v);
+  }
+  if (shape.seq_len >= kContextParallelFromTokens) {
+    space.cp.clear();
+    for (std::int64_t cp : {1, 2, 4, 8}) {
+      if (shape.num_gpus % cp == 0) space.cp.push_back(cp);
+    }
   }
   space.micro_batch = {1, 2, 4};
   space.recompute = {Recompute::none, Recompute::selective, Recompute::full};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "sim/core/input_error.hpp"
 
@@ -60,6 +61,41 @@ Time contention_free_time(const CollectivePlan& plan, const std::vector<double>&
   }
   const Time transfer = max(Time::from_seconds(transfer_s), plan.min_transfer_time);
   return plan.latency + transfer;
+}
+
+bool same_shape(const CollectivePlan& a, const CollectivePlan& b) {
+  if (a.op != b.op || a.algorithm != b.algorithm || a.protocol != b.protocol ||
+      a.latency != b.latency || a.min_transfer_time != b.min_transfer_time ||
+      a.phases.size() != b.phases.size()) {
+    return false;
+  }
+  for (std::size_t p = 0; p < a.phases.size(); ++p) {
+    const auto& x = a.phases[p].transfers;
+    const auto& y = b.phases[p].transfers;
+    if (x.size() != y.size()) return false;
+    for (std::size_t k = 0; k < x.size(); ++k) {
+      if (x[k].bytes != y[k].bytes) return false;
+    }
+  }
+  return true;
+}
+
+CollectivePlan merge_instances(std::span<const CollectivePlan> instances) {
+  if (instances.empty()) throw std::invalid_argument("merge_instances: no instance");
+  CollectivePlan merged = instances.front();
+  for (const CollectivePlan& other : instances.subspan(1)) {
+    if (!same_shape(merged, other)) {
+      throw std::invalid_argument("merge_instances: instances of different shapes");
+    }
+    for (std::size_t p = 0; p < merged.phases.size(); ++p) {
+      auto& transfers = merged.phases[p].transfers;
+      for (std::size_t k = 0; k < transfers.size(); ++k) {
+        const Route& route = other.phases[p].transfers[k].route;
+        transfers[k].route.insert(transfers[k].route.end(), route.begin(), route.end());
+      }
+    }
+  }
+  return merged;
 }
 
 }  // namespace wallsim

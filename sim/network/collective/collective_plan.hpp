@@ -7,6 +7,7 @@
 // bytes: payload divided by the protocol's payload efficiency.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "sim/core/time.hpp"
@@ -51,5 +52,18 @@ GroupLayout layout_group(const Topology& topology, const std::vector<int>& ranks
 // Time of a plan when it runs alone (no other traffic): latency plus, per phase, the most
 // loaded link's bytes over its capacity; at least latency + min_transfer_time.
 Time contention_free_time(const CollectivePlan& plan, const std::vector<double>& capacity_Bps);
+
+// Whether two plans move the same traffic pattern: same algorithm, protocol, latency, phase
+// count, transfers per phase and bytes per transfer (routes may differ). Instances of one
+// collective on translated groups have the same shape.
+bool same_shape(const CollectivePlan& a, const CollectivePlan& b);
+
+// Concurrent instances of one collective (same shape; the first is the one kept) as one plan
+// whose transfer k of phase p crosses the links of every instance's transfer k of phase p, a
+// link as many times as instances cross it. Run as flows, each merged transfer stands for all
+// its instances moving at one rate: exact when the instances are symmetric (every instance
+// sees the same contention), which is what symmetric simulation assumes. Throws
+// std::invalid_argument when the shapes differ or `instances` is empty.
+CollectivePlan merge_instances(std::span<const CollectivePlan> instances);
 
 }  // namespace wallsim

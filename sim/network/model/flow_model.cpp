@@ -12,13 +12,27 @@ struct FlowModel::Run {
 };
 
 void FlowModel::start(const CollectivePlan& plan, Done done, double multiplicity) {
+  launch(plan, std::move(done), multiplicity);
+}
+
+// One merged plan: its flows stand for every instance, so each link is charged by every
+// instance that crosses it, and the first instance ends when the merged plan does.
+void FlowModel::start_instances(std::span<const CollectivePlan> instances, Done done) {
+  if (instances.size() == 1) {
+    launch(instances.front(), std::move(done), 1.0);
+    return;
+  }
+  launch(merge_instances(instances), std::move(done), 1.0);
+}
+
+void FlowModel::launch(CollectivePlan plan, Done done, double multiplicity) {
   count_link_bytes(plan, multiplicity);
   auto run = std::make_shared<Run>();
-  run->plan = plan;
+  run->earliest_end = engine_.now() + plan.latency + plan.min_transfer_time;
+  run->plan = std::move(plan);
   run->done = std::move(done);
   run->multiplicity = multiplicity;
-  run->earliest_end = engine_.now() + plan.latency + plan.min_transfer_time;
-  engine_.schedule_after(plan.latency, [this, run] { start_phase(run); });
+  engine_.schedule_after(run->plan.latency, [this, run] { start_phase(run); });
 }
 
 void FlowModel::start_phase(const std::shared_ptr<Run>& run) {

@@ -15,11 +15,13 @@ class FlowModel final : public NetworkModel {
       : engine_(engine), network_(engine, std::move(capacity_Bps)) {}
   const char* name() const override { return "flow"; }
   void start(const CollectivePlan& plan, Done done, double multiplicity) override;
+  void start_instances(std::span<const CollectivePlan> instances, Done done) override;
 
   const FlowNetwork& network() const { return network_; }
 
  private:
   struct Run;
+  void launch(CollectivePlan plan, Done done, double multiplicity);
   void start_phase(const std::shared_ptr<Run>& run);
   void finish(const std::shared_ptr<Run>& run);
 

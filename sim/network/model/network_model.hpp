@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,14 @@ class NetworkModel {
   // `multiplicity` counts identical instances running at the same time on the same links
   // (symmetric simulation); the analytical model ignores it.
   virtual void start(const CollectivePlan& plan, Done done, double multiplicity = 1.0) = 0;
+
+  // Starts `instances.front()`, the instance the caller waits on, together with the others:
+  // concurrent copies of the same collective on other GPUs (same shape, see same_shape) that
+  // symmetric simulation does not replay. Every copy's traffic is charged on the links it
+  // really crosses (flow: merge_instances, so the replayed instance meets the copies of the
+  // collectives it shares links with); `done` runs when the first instance ends. The analytical
+  // model times the first alone, as it times every collective.
+  virtual void start_instances(std::span<const CollectivePlan> instances, Done done) = 0;
 
   // Wire bytes each link has carried (every started plan, times its multiplicity), indexed
   // by LinkId; for reports (link utilization, busiest links). Empty before the first plan.
