@@ -108,6 +108,7 @@ SimulationSpec parse_simulation_spec(const JsonNode& node) {
   SimulationSpec s;
   s.fidelity = object.choice_or("fidelity", s.fidelity, {"full", "symmetric"});
   s.network = object.choice_or("network", s.network, {"analytical", "flow"});
+  s.max_events = object.integer_or("max_events", s.max_events, 0);
   object.finish();
   return s;
 }

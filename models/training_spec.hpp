@@ -65,8 +65,16 @@ struct TrainingSpec {
 TrainingSpec parse_training_spec(const JsonNode& node);
 
 struct SimulationSpec {
+  // Engine events one step may take before the run stops as unable to finish (0: no limit).
+  // The largest shipped job, Llama 3 70B on 1,024 GPUs in full fidelity
+  // (configs/bench/llama3-70b-1024gpu-full.json), takes 34 M events; 500 M leaves ~15x headroom
+  // (enough for 405B on 16,384 GPUs in full fidelity, ~220 M by scaling) and stops a runaway
+  // step after minutes (~1 M events/s) instead of never.
+  static constexpr std::int64_t kDefaultMaxEvents = 500'000'000;
+
   std::string fidelity = "symmetric";  // full | symmetric
   std::string network = "flow";        // analytical | flow
+  std::int64_t max_events = kDefaultMaxEvents;
 };
 
 SimulationSpec parse_simulation_spec(const JsonNode& node);

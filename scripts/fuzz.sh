@@ -6,6 +6,7 @@ set -euo pipefail
 build=${1:?usage: scripts/fuzz.sh BUILD_DIR [RUNS]}
 runs=${2:-20000}
 root=$(cd "$(dirname "$0")/.." && pwd)
+targets=(fuzz_run_config fuzz_cluster fuzz_profile fuzz_raw fuzz_text fuzz_vary)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -24,9 +25,14 @@ mkdir -p "$work/fuzz_text"
 printf '1KiB:8GiB' >"$work/fuzz_text/range"
 printf 'training.micro_batch=2' >"$work/fuzz_text/set"
 printf '{"a": [1, 2.5e3, "x"]}' >"$work/fuzz_text/json"
+mkdir -p "$work/fuzz_vary"
+printf 'tp=4,8\npp=2,4,8' >"$work/fuzz_vary/sizes"
+printf 'recompute=none,selective,full\nsp=on,off' >"$work/fuzz_vary/choices"
+printf 'mb=1,2,4\ndist_opt=true,false\noverlap=off' >"$work/fuzz_vary/switches"
+printf 'vpp=1,2,5,10\ncp=1,2' >"$work/fuzz_vary/vpp"
 
 status=0
-for target in fuzz_run_config fuzz_cluster fuzz_profile fuzz_raw fuzz_text; do
+for target in "${targets[@]}"; do
   binary="$build/fuzz/$target"
   regressions="$root/fuzz/regressions/$target"
   if [ -d "$regressions" ] && [ -n "$(ls -A "$regressions")" ]; then

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include "sim/core/engine.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/graph/replay.hpp"
 #include "tools/command.hpp"
@@ -16,7 +17,7 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitInternal = 1;
 constexpr int kExitBadInput = 2;
-constexpr int kExitStuck = 3;
+constexpr int kExitStuck = 3;  // the step cannot finish, or ran out of simulation.max_events
 
 void send_logs_to_stderr() {
   auto logger = spdlog::stderr_color_mt("wallsim");
@@ -71,6 +72,9 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   } catch (const wallsim::ReplayStuck& e) {
     std::fprintf(stderr, "wallsim: the simulated step cannot finish: %s\n", e.what());
+    return kExitStuck;
+  } catch (const wallsim::EventBudgetExceeded& e) {
+    std::fprintf(stderr, "wallsim: the simulated step did not finish: %s\n", e.what());
     return kExitStuck;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "wallsim: internal error: %s\n", e.what());

@@ -1,5 +1,7 @@
 #include "models/run/simulate.hpp"
 
+#include <string>
+
 #include "models/run/network_comm_service.hpp"
 #include "models/run/report_data.hpp"
 #include "models/run/summarize.hpp"
@@ -14,13 +16,20 @@ SimulationResult simulate(const RunConfig& config, const GpuProfile& gpu, const 
   result.program = build_step(config, GpuModel(gpu), fidelity);
 
   Engine engine;
+  engine.set_event_budget(static_cast<std::uint64_t>(config.simulation.max_events));
   const Topology topology(config.cluster, static_cast<int>(config.num_gpus));
   auto network =
       make_network_model(config.simulation.network, engine, effective_capacities(topology, comm),
                          config.file, "simulation.network");
   NetworkCommService service(engine, topology, comm, *network, result.program);
   Replay replay(engine, result.program.graphs, result.program.groups, service);
-  result.replay = replay.run();
+  try {
+    result.replay = replay.run();
+  } catch (const EventBudgetExceeded& e) {
+    throw EventBudgetExceeded(e.budget(), e.at(),
+                              "simulation.max_events = " + std::to_string(e.budget()) + ": " +
+                                  e.what() + "; raise it, or set 0 for no limit");
+  }
   result.summary = summarize(config, gpu, result.program, result.replay);
   add_communication_report(result.summary, config, result.program, topology,
                            effective_capacities(topology, comm), network->link_bytes());

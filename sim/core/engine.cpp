@@ -1,9 +1,27 @@
 #include "sim/core/engine.hpp"
 
+#include <cstdio>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace wallsim {
+namespace {
+
+std::string budget_message(std::uint64_t budget, Time at) {
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.6g", at.seconds());
+  return "the event budget of " + std::to_string(budget) + " events ran out at simulated time " +
+         seconds + " s with events still queued";
+}
+
+}  // namespace
+
+EventBudgetExceeded::EventBudgetExceeded(std::uint64_t budget, Time at)
+    : std::runtime_error(budget_message(budget, at)), budget_(budget), at_(at) {}
+
+EventBudgetExceeded::EventBudgetExceeded(std::uint64_t budget, Time at, const std::string& message)
+    : std::runtime_error(message), budget_(budget), at_(at) {}
 
 EventId Engine::schedule_at(Time at, Callback callback) {
   if (at < now_) throw std::logic_error("Engine: event scheduled in the past");
@@ -70,6 +88,12 @@ bool Engine::step(Time limit) {
       continue;
     }
     if (top.at > limit) return false;
+    if (top.at < now_) {
+      throw std::logic_error(
+          "Engine: event " + std::to_string(top.seq) + " at " + std::to_string(top.at.ps()) +
+          " ps runs after now = " + std::to_string(now_.ps()) + " ps: time went backwards");
+    }
+    if (budget_ != 0 && executed_ >= budget_) throw EventBudgetExceeded(budget_, top.at);
     // Move the callback out before running it: it may schedule new events into this slot.
     Callback callback = std::move(callbacks_[top.slot]);
     callbacks_[top.slot] = nullptr;

@@ -11,8 +11,10 @@
 namespace wallsim {
 
 using replay_detail::Channel;
+using replay_detail::check_time;
 using replay_detail::GroupState;
 using replay_detail::Member;
+using replay_detail::note_violation;
 using replay_detail::op_name;
 using replay_detail::PendingCollective;
 using replay_detail::PendingTransfer;
@@ -112,6 +114,9 @@ void Replay::State::build_rank(RankIndex rank, const OpGraph& graph) {
     rs.link[i] = link_of(rank, graph, i, slots);
   }
   rs.collectives_issued.assign(slots.size(), 0);
+  rs.collectives_ended.assign(slots.size(), 0);
+  rs.slot_group.resize(slots.size());
+  for (const auto& [group, slot] : slots) rs.slot_group[slot] = group;
   rs.trace.ops.resize(n);
   ops_total += n;
 }
@@ -238,9 +243,17 @@ void Replay::State::start_collective(GroupIndex group) {
   PendingCollective instance = std::move(gs.pending.front());
   gs.pending.pop_front();
   ++gs.first_ordinal;
+  if (instance.arrived.size() != gs.members.size()) {
+    note_violation(invariants, invariants.collective_mismatches,
+                   "group " + std::to_string(group) + " #" + std::to_string(gs.first_ordinal - 1) +
+                       " started with " + std::to_string(instance.arrived.size()) + " of " +
+                       std::to_string(gs.members.size()) + " members");
+  }
   for (const Member& m : instance.arrived) start_op(m.rank, m.op);
   comm.start_collective(group, instance.payload, [this, members = std::move(instance.arrived)] {
     for (const Member& m : members) finish_op(m.rank, m.op);
+    ++invariants.collectives_completed;
+    invariants.collective_member_ends += members.size();
   });
 }
 
@@ -262,7 +275,7 @@ void Replay::State::arrive_recv(RankIndex rank, OpIndex index) {
   if (pending.send) start_transfer(rs.link[index]);
 }
 
-// The transfer's payload is the sender's; the receive's payload field is not consulted.
+// Both sides must name the same payload (an invariant); the transfer moves the sender's.
 void Replay::State::start_transfer(std::uint32_t channel_id) {
   Channel& channel = channels[channel_id];
   const PendingTransfer transfer = channel.pending.front();
@@ -272,11 +285,22 @@ void Replay::State::start_transfer(std::uint32_t channel_id) {
   const RankIndex dst = channel.dst;
   const OpIndex send = *transfer.send;
   const OpIndex recv = *transfer.recv;
+  const std::uint32_t payload = ranks[src].graph->op(send).payload;
+  const std::uint32_t received = ranks[dst].graph->op(recv).payload;
+  if (payload != received) {
+    note_violation(invariants, invariants.transfer_payload_mismatches,
+                   where(src, *ranks[src].graph, send) + " sends payload " +
+                       std::to_string(payload) + " to rank " + std::to_string(dst) + " op " +
+                       op_name(*ranks[dst].graph, recv) + ", which receives payload " +
+                       std::to_string(received) + " (transfer #" +
+                       std::to_string(channel.first_ordinal - 1) + ")");
+  }
   start_op(src, send);
   start_op(dst, recv);
-  comm.start_transfer(src, dst, ranks[src].graph->op(send).payload, [this, src, dst, send, recv] {
+  comm.start_transfer(src, dst, payload, [this, src, dst, send, recv] {
     finish_op(src, send);
     finish_op(dst, recv);
+    ++invariants.transfers_completed;
   });
 }
 
@@ -284,6 +308,13 @@ void Replay::State::start_transfer(std::uint32_t channel_id) {
 
 void Replay::State::start_op(RankIndex rank, OpIndex index) {
   RankState& rs = ranks[rank];
+  check_time(*this);
+  if (rs.phase[index] != Phase::kIssued) {
+    note_violation(invariants, invariants.ops_run_twice,
+                   where(rank, *rs.graph, index) + " started twice");
+    return;
+  }
+  ++invariants.ops_started;
   rs.phase[index] = Phase::kStarted;
   rs.trace.ops[index].start = engine.now();
   change_memory(rank, rs.graph->op(index).alloc_bytes);
@@ -291,13 +322,19 @@ void Replay::State::start_op(RankIndex rank, OpIndex index) {
 
 void Replay::State::finish_op(RankIndex rank, OpIndex index) {
   RankState& rs = ranks[rank];
+  check_time(*this);
   if (rs.phase[index] != Phase::kStarted) {
-    throw std::logic_error(where(rank, *rs.graph, index) +
-                           " ended while not running (CommService called done twice?)");
+    note_violation(invariants, invariants.ops_run_twice,
+                   where(rank, *rs.graph, index) +
+                       " ended while not running (CommService called done twice?)");
+    return;
   }
   const Op& op = rs.graph->op(index);
   rs.phase[index] = Phase::kEnded;
   rs.trace.ops[index].end = engine.now();
+  replay_detail::check_op_times(*this, rank, index);
+  ++invariants.ops_ended;
+  if (op.kind == OpKind::kCollective) ++rs.collectives_ended[rs.link[index]];
   change_memory(rank, -op.free_bytes);
   if (op.kind != OpKind::kCompute && op.occupies_sms) --rs.sm_comm_running;
   ++rs.ops_ended;
@@ -318,6 +355,7 @@ void Replay::State::change_memory(RankIndex rank, double delta_bytes) {
   RankState& rs = ranks[rank];
   rs.memory_in_use += delta_bytes;
   rs.trace.peak_bytes = std::max(rs.trace.peak_bytes, rs.memory_in_use);
+  if (delta_bytes < 0) replay_detail::check_memory_floor(*this, rank);
   auto& samples = rs.trace.memory;
   if (!samples.empty() && samples.back().at == engine.now()) {
     samples.back().bytes = rs.memory_in_use;
@@ -329,8 +367,9 @@ void Replay::State::change_memory(RankIndex rank, double delta_bytes) {
 // ---- public API -------------------------------------------------------------------------------
 
 Replay::Replay(Engine& engine, const std::vector<OpGraph>& graphs,
-               const std::vector<std::vector<RankIndex>>& groups, CommService& comm)
-    : state_(std::make_unique<State>(engine, comm)) {
+               const std::vector<std::vector<RankIndex>>& groups, CommService& comm,
+               InvariantPolicy policy)
+    : state_(std::make_unique<State>(engine, comm, policy)) {
   state_->build(graphs, groups);
 }
 
@@ -340,11 +379,19 @@ ReplayResult Replay::run() {
   State& s = *state_;
   if (s.ran) throw std::logic_error("Replay::run: a replay runs once");
   s.ran = true;
+  const std::uint64_t events_before = s.engine.events_executed();
+  s.last_seen = s.engine.now();
   s.issue_all_heads();
   s.engine.run();
+  s.invariants.events = s.engine.events_executed() - events_before;
   if (s.ops_ended != s.ops_total) throw ReplayStuck(replay_detail::describe_stuck(s, 10));
+  replay_detail::check_end_of_step(s);
+  if (s.policy == InvariantPolicy::kThrow && !s.invariants.ok()) {
+    throw ReplayInvariantError(s.invariants.describe());
+  }
   ReplayResult result;
   result.end = s.end;
+  result.invariants = std::move(s.invariants);
   result.ranks.reserve(s.ranks.size());
   for (RankState& rs : s.ranks) result.ranks.push_back(std::move(rs.trace));
   return result;

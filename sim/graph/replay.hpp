@@ -8,6 +8,10 @@
 // k-th receive on p from r with tag t, as MPI tags do) start the transfer once both are reached.
 // Memory moves by each op's alloc/free bytes.
 //
+// While it runs the replay checks its own invariants (replay_invariants.hpp: time order, every
+// op once, whole collectives, matched transfers with equal payloads, memory never below and
+// back at the static bytes) and by default throws ReplayInvariantError if one fails.
+//
 // A replay that drains the engine with ops left unfinished throws ReplayStuck naming, per
 // rank, the ops at the head of each blocked stream and what they wait for. It never hangs:
 // every event is finite and ops only wait on events.
@@ -19,6 +23,7 @@
 
 #include "sim/core/engine.hpp"
 #include "sim/graph/op_graph.hpp"
+#include "sim/graph/replay_invariants.hpp"
 
 namespace wallsim {
 
@@ -52,7 +57,8 @@ struct RankTrace {
 
 struct ReplayResult {
   std::vector<RankTrace> ranks;
-  Time end;  // when the last op of any rank ended
+  Time end;                     // when the last op of any rank ended
+  ReplayInvariants invariants;  // what the replay checked, and any violation (kRecord)
 };
 
 class ReplayStuck : public std::runtime_error {
@@ -64,11 +70,13 @@ class Replay {
  public:
   // `groups[g]` lists the ranks of group g. Graphs and groups must outlive the replay.
   Replay(Engine& engine, const std::vector<OpGraph>& graphs,
-         const std::vector<std::vector<RankIndex>>& groups, CommService& comm);
+         const std::vector<std::vector<RankIndex>>& groups, CommService& comm,
+         InvariantPolicy policy = InvariantPolicy::kThrow);
   ~Replay();
 
-  // Runs until every op has ended; throws ReplayStuck otherwise, and std::logic_error when a
-  // collective's members disagree on its payload.
+  // Runs until every op has ended; throws ReplayStuck otherwise, std::logic_error when a
+  // collective's members disagree on its payload, ReplayInvariantError when an invariant failed
+  // (kThrow), and whatever the engine throws (EventBudgetExceeded when its budget runs out).
   ReplayResult run();
 
  private:

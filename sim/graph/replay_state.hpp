@@ -17,6 +17,7 @@
 #include "sim/core/engine.hpp"
 #include "sim/graph/op_graph.hpp"
 #include "sim/graph/replay.hpp"
+#include "sim/graph/replay_invariants.hpp"
 
 namespace wallsim::replay_detail {
 
@@ -68,6 +69,8 @@ struct RankState {
   std::vector<std::uint32_t> link;     // communication op: collective slot or channel index
   std::vector<std::uint32_t> ordinal;  // communication op: its k on the group or channel
   std::vector<std::uint32_t> collectives_issued;  // per collective slot (one per group used)
+  std::vector<std::uint32_t> collectives_ended;   // per collective slot
+  std::vector<GroupIndex> slot_group;             // collective slot -> its group
   std::uint32_t sm_comm_running = 0;  // communication ops holding SMs, from arrival to end
   double memory_in_use = 0;
   std::size_t ops_ended = 0;
@@ -75,10 +78,14 @@ struct RankState {
 };
 
 struct State {
-  State(Engine& engine_in, CommService& comm_in) : engine(engine_in), comm(comm_in) {}
+  State(Engine& engine_in, CommService& comm_in, InvariantPolicy policy_in)
+      : engine(engine_in), comm(comm_in), policy(policy_in) {}
 
   Engine& engine;
   CommService& comm;
+  InvariantPolicy policy;
+  ReplayInvariants invariants;
+  Time last_seen = Time::zero();  // engine time at the previous replay callback
   std::vector<RankState> ranks;
   std::vector<GroupState> groups;
   std::vector<Channel> channels;
@@ -87,6 +94,20 @@ struct State {
   Time end = Time::zero();
   bool ran = false;
 };
+
+// ---- invariants (replay_invariants.cpp) ----
+
+// Counts a violation in `counter` and keeps its line while fewer than kMaxListed are kept.
+void note_violation(ReplayInvariants& invariants, std::uint64_t& counter, std::string line);
+// Engine time at this callback against the previous one.
+void check_time(State& state);
+// An op's record once it ended: ready <= start <= end.
+void check_op_times(State& state, RankIndex rank, OpIndex index);
+// A change of a rank's bytes in use left them below its static bytes.
+void check_memory_floor(State& state, RankIndex rank);
+// After the engine drained with every op ended: collectives per member, unmatched transfers,
+// memory back to static.
+void check_end_of_step(State& state);
 
 // An op as reports name it: 'label', or #index when it has no interned label.
 std::string op_name(const OpGraph& graph, OpIndex index);

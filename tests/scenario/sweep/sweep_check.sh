@@ -2,6 +2,7 @@
 # End-to-end checks of `wallsim sweep` on a small space (Llama 3 8B on 8 GPUs).
 #   sweep_check.sh MODE WALLSIM WORKDIR
 # MODE: jobs       --jobs 1 and --jobs 2 write byte-identical sweep.csv and sweep.json
+#       jobs-flow  the same with the flow network model (time-shared links, many more events)
 #       reproduce  `wallsim run` on the best row's config gives the row's step time
 #       shards     --shard 0/2 + 1/2 joined by sweep-merge equal the whole sweep; --resume of a
 #                  finished sweep simulates nothing and writes the same sweep.csv
@@ -12,6 +13,9 @@ wallsim=$2
 work=$3
 rm -rf "$work" && mkdir -p "$work"
 space=(llama3-8b-8gpu --network analytical --vary tp=1,2,4 pp=1,2 vpp=1,2 recompute=selective,full)
+if [ "$mode" = jobs-flow ]; then
+  space=(llama3-8b-8gpu --network flow --vary tp=2,4 pp=1,2 vpp=1 mb=1,2 recompute=selective)
+fi
 
 sweep() {  # sweep OUTDIR [extra args...]
   local out=$1
@@ -25,7 +29,7 @@ same() {  # same FILE1 FILE2
 }
 
 case $mode in
-jobs)
+jobs | jobs-flow)
   sweep "$work/one" --jobs 1
   sweep "$work/two" --jobs 2
   same "$work/one/sweep.csv" "$work/two/sweep.csv"

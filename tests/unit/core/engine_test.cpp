@@ -1,6 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <functional>
+#include <memory>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/core/engine.hpp"
@@ -75,4 +79,73 @@ TEST_CASE("scheduling in the past is rejected", "[core][engine]") {
   engine.schedule_at(Time::from_us(2), [] {});
   engine.run();
   CHECK_THROWS_AS(engine.schedule_at(Time::from_us(1), [] {}), std::logic_error);
+}
+
+TEST_CASE(
+    "time never goes backwards under a random mix of schedules, nested schedules and "
+    "cancellations",
+    "[core][engine][invariant]") {
+  // Events at random times (many ties), a third of them scheduling a follow-up at a random
+  // delay (often zero), a tenth cancelled. Every executed event must see now() at or after the
+  // previous one, and equal-time events must run in scheduling order (ids increase).
+  Engine engine;
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> at_ns(0, 50);
+  std::vector<std::pair<std::int64_t, wallsim::EventId>> seen;  // (time, id) per executed event
+  std::vector<wallsim::EventId> ids;
+  std::function<void(wallsim::EventId*)> body;
+  auto schedule = [&](Time at) {
+    auto id = std::make_shared<wallsim::EventId>();
+    *id = engine.schedule_at(at, [&, id] { body(id.get()); });
+    ids.push_back(*id);
+  };
+  body = [&](wallsim::EventId* id) {
+    seen.emplace_back(engine.now().ps(), *id);
+    if (seen.size() % 3 == 0 && seen.size() < 3000) {
+      schedule(engine.now() + Time::from_ns(at_ns(rng) % 4));
+    }
+  };
+  for (int i = 0; i < 1000; ++i) schedule(Time::from_ns(at_ns(rng)));
+  int cancelled = 0;
+  for (std::size_t i = 0; i < ids.size(); i += 10) cancelled += engine.cancel(ids[i]) ? 1 : 0;
+  const std::uint64_t executed = engine.run();
+  CHECK(executed == seen.size());
+  CHECK(executed + static_cast<std::uint64_t>(cancelled) == ids.size());
+  REQUIRE(seen.size() > 1000);
+  for (std::size_t i = 1; i < seen.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(seen[i].first >= seen[i - 1].first);
+    if (seen[i].first == seen[i - 1].first) REQUIRE(seen[i].second > seen[i - 1].second);
+  }
+}
+
+TEST_CASE("an event budget stops the run at the first event beyond it and leaves it queued",
+          "[core][engine][budget]") {
+  Engine engine;
+  engine.set_event_budget(3);
+  int runs = 0;
+  for (int i = 1; i <= 5; ++i) engine.schedule_at(Time::from_us(i), [&] { ++runs; });
+  try {
+    engine.run();
+    FAIL("the budget did not stop the run");
+  } catch (const wallsim::EventBudgetExceeded& e) {
+    CHECK(e.budget() == 3);
+    CHECK(e.at() == Time::from_us(4));  // the fourth event is the one refused
+    CHECK_THAT(e.what(), Catch::Contains("event budget of 3 events ran out"));
+  }
+  CHECK(runs == 3);
+  CHECK(engine.events_executed() == 3);
+  CHECK_FALSE(engine.empty());
+  // Raising the budget lets the rest run.
+  engine.set_event_budget(0);
+  CHECK(engine.run() == 2);
+  CHECK(runs == 5);
+}
+
+TEST_CASE("a budget equal to the events needed is not exceeded", "[core][engine][budget]") {
+  Engine engine;
+  engine.set_event_budget(2);
+  engine.schedule_at(Time::from_us(1), [] {});
+  engine.schedule_at(Time::from_us(2), [] {});
+  CHECK(engine.run() == 2);
 }

@@ -68,11 +68,13 @@ inline Op send(RankIndex peer, StreamIndex stream = 1, std::uint32_t payload = 0
   return op;
 }
 
-inline Op recv(RankIndex peer, StreamIndex stream = 1) {
+// A receive names the payload it expects: the sender's, or the replay reports a mismatch.
+inline Op recv(RankIndex peer, StreamIndex stream = 1, std::uint32_t payload = 0) {
   Op op;
   op.kind = OpKind::kRecv;
   op.stream = stream;
   op.peer = peer;
+  op.payload = payload;
   return op;
 }
 

@@ -115,7 +115,7 @@ TEST_CASE("a send and its receive start together when both are ready and end tog
   std::vector<OpGraph> graphs(2);
   const OpIndex work = graphs[0].add(compute(us(5)));
   graphs[0].add(send(1, 1, 9), {work});
-  graphs[1].add(recv(0));
+  graphs[1].add(recv(0, 1, 9));
   Run run(graphs, {});
   REQUIRE(run.comm.calls.size() == 1);
   CHECK_FALSE(run.comm.calls[0].collective);
@@ -138,9 +138,9 @@ TEST_CASE("the k-th send to a peer matches the peer's k-th receive from this ran
   std::vector<OpGraph> graphs(2);
   graphs[0].add(send(1, 1, 1));
   graphs[0].add(send(1, 1, 2));
-  graphs[1].add(recv(0, 1));
+  graphs[1].add(recv(0, 1, 1));
   const OpIndex work = graphs[1].add(compute(us(20), 0));
-  graphs[1].add(recv(0, 2), {work});
+  graphs[1].add(recv(0, 2, 2), {work});
   Run run(graphs, {});
   REQUIRE(run.comm.calls.size() == 2);
   CHECK(run.comm.calls[1].payload == 2);

@@ -140,17 +140,18 @@ TEST_CASE("memory samples are in time order and the peak is their maximum",
           "[graph][replay][memory]") {
   std::vector<OpGraph> graphs(1);
   graphs[0].static_bytes = 10;
-  // Stream 0: three ops of 1 us, each allocating 5 and freeing 2 (net +3 each).
+  // Stream 0: three ops of 1 us, each allocating 5 and freeing 2 (net +3 each); the last also
+  // frees the 9 still held, so the step ends at its static bytes.
   for (int i = 0; i < 3; ++i) {
     Op op = compute(us(1));
     op.alloc_bytes = 5;
-    op.free_bytes = 2;
+    op.free_bytes = i == 2 ? 11 : 2;
     graphs[0].add(op);
   }
   const auto result = replay(graphs);
   const auto& trace = result.ranks[0];
-  // t=0: 10+5=15; t=1: -2+5 -> 18; t=2: -2+5 -> 21; t=3: -2 -> 19.
-  const std::vector<double> expected{15, 18, 21, 19};
+  // t=0: 10+5=15; t=1: -2+5 -> 18; t=2: -2+5 -> 21; t=3: -11 -> 10.
+  const std::vector<double> expected{15, 18, 21, 10};
   REQUIRE(trace.memory.size() == expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
     CHECK(trace.memory[i].at == us(static_cast<double>(i)));

@@ -53,19 +53,21 @@ void add_step(OpGraph& graph, int rank, int step, std::mt19937_64& rng) {
   std::uniform_int_distribution<int> work_ops(1, 3);
   const int stage = rank / kPerStage;
   std::vector<OpIndex> before_tp;
-  if (stage > 0) before_tp.push_back(graph.add(recv(rank - kPerStage, 1)));
+  if (stage > 0) before_tp.push_back(graph.add(recv(rank - kPerStage, 1, 7)));
+  double allocated = 0;
   for (int i = 0, n = work_ops(rng); i < n; ++i) {
     const double d = duration_us(rng);
     Op op = compute(us(d), 0, us(1.3 * d));
     op.alloc_bytes = 1000.0 * (i + 1);
+    allocated += op.alloc_bytes;
     before_tp.push_back(graph.add(op));
   }
   const OpIndex tp = graph.add(collective(tp_group(rank), 1, static_cast<std::uint32_t>(step)),
                                std::span<const OpIndex>(before_tp));
   Op after = compute(us(duration_us(rng)), 0);
-  after.free_bytes = 500;
+  after.free_bytes = allocated;  // the step's activations, released once it is done
   const OpIndex done = graph.add(after, {tp});
-  if (stage + 1 < kStages) graph.add(send(rank + kPerStage, 2), {done});
+  if (stage + 1 < kStages) graph.add(send(rank + kPerStage, 2, 7), {done});
   if (step % 25 == 24) graph.add(collective(dp_group(rank), 2, 1000), {done});
 }
 
@@ -115,6 +117,16 @@ TEST_CASE("a seeded 64-rank pipeline replay finishes and respects every ordering
     CHECK(result.ranks[r].peak_bytes > 0);
   }
   CHECK(result.end == latest);
+  // The replay's own checks agree: every op ran once, each TP instance with its 4 members.
+  const ReplayInvariants& inv = result.invariants;
+  CHECK(inv.ok());
+  CHECK(inv.ops_started == op_count);
+  CHECK(inv.ops_ended == op_count);
+  // 16 TP groups x kSteps instances of 4 members; 16 DP groups x kSteps/25 instances of 4.
+  CHECK(inv.collectives_completed == 16 * kSteps + 16 * (kSteps / 25));
+  CHECK(inv.collective_member_ends == 4 * inv.collectives_completed);
+  // Stages 0..2 send every step to the next: 48 ranks x kSteps.
+  CHECK(inv.transfers_completed == 48 * kSteps);
 }
 
 TEST_CASE("replaying the same graphs twice gives identical records", "[graph][replay][scale]") {
