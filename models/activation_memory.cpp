@@ -1,5 +1,8 @@
 #include "models/activation_memory.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace wallsim::models {
 namespace {
 
@@ -27,7 +30,44 @@ struct Split {
   double sharded = 0;
 };
 
+// MLA (Megatron-Core MLASelfAttention): the down-projection outputs (the q latent of width r_q,
+// the kv latent r_kv and the shared RoPE key d_r) and the latent-norm outputs that feed the
+// up-projections are computed per token like the norms, so they sit with the replicated part;
+// per head Q and K are d_qk + d_r wide, V d_v.
+Split mla_attention_per_token(const ModelSpec& m, const MlaSpec& mla, const ActivationSetting& s) {
+  const double h = d(m.hidden);
+  const double n = d(m.heads);
+  const double norm_outputs = s.recompute_norms ? 0.0 : 1.0;
+  const double q_latent = mla.q_lora_rank ? d(*mla.q_lora_rank) : 0.0;
+  const double kv_latent = d(mla.kv_lora_rank);
+  Split a;
+  a.replicated = 2 * h /* norm input */ + norm_outputs * 2 * h /* down-projection input */ +
+                 dropout_mask(m) + 2 * q_latent + norm_outputs * 2 * q_latent /* q latent */ +
+                 2 * (kv_latent + d(mla.qk_rope_head_dim)) +
+                 norm_outputs * 2 * kv_latent /* kv latent */;
+  const double qk = n * d(mla.qk_head_dim + mla.qk_rope_head_dim);
+  const double value = n * d(mla.v_head_dim);
+  // Recomputing mla_up_proj re-derives Q, K, V from the latents in the backward: not kept.
+  const double up_outputs = s.recompute_mla_up_proj ? 0.0 : 1.0;
+  a.sharded = up_outputs * (2 * qk + 2 * qk + 2 * value) /* Q, K, V */ +
+              2 * value /* projection input */;
+  return a;
+}
+
+// The s² tensors the core attention keeps without a fused kernel: the softmax output (2 bytes),
+// and with attention dropout its mask (1) and output (2), per head.
+double attention_scores_per_token(const ModelSpec& m, const ActivationSetting& s) {
+  if (s.flash_attention || s.recompute_core_attention) return 0.0;
+  const double per_score = m.attention_dropout > 0 ? 5.0 : 2.0;
+  return per_score * d(m.heads) * d(s.seq_len) / d(s.cp);
+}
+
 Split attention_per_token(const ModelSpec& m, const ActivationSetting& s) {
+  if (m.mla) {
+    Split a = mla_attention_per_token(m, *m.mla, s);
+    a.sharded += attention_scores_per_token(m, s);
+    return a;
+  }
   const double h = d(m.hidden);
   const double query = d(m.heads * m.head_dim);
   const double key_value = d(m.kv_heads * m.head_dim);
@@ -35,30 +75,92 @@ Split attention_per_token(const ModelSpec& m, const ActivationSetting& s) {
   a.replicated =
       2 * h /* norm input */ + (s.recompute_norms ? 0 : 2 * h) /* QKV input */ + dropout_mask(m);
   a.sharded = 2 * query + 4 * key_value /* Q, K, V */ + 2 * query /* projection input */;
-  if (!s.flash_attention && !s.recompute_core_attention) {
-    // softmax output (2 bytes), and with attention dropout its mask (1) and output (2)
-    const double per_score = m.attention_dropout > 0 ? 5.0 : 2.0;
-    a.sharded += per_score * d(m.heads) * d(s.seq_len) / d(s.cp);
-  }
+  a.sharded += attention_scores_per_token(m, s);
   return a;
+}
+
+// The activation and FC2 inputs of an FFN `width` wide (per branch), per token, unsharded.
+double ffn_inner_per_token(const ModelSpec& m, const ActivationSetting& s, double width) {
+  if (s.recompute_mlp) return 0.0;
+  return 2 * width * (m.gated() ? 2 : 1) /* act input */ + 2 * width /* FC2 input */;
+}
+
+// Norm input, FC1 (or router) input and dropout mask: per token, replicated across TP.
+double mlp_replicated_per_token(const ModelSpec& m, const ActivationSetting& s) {
+  const double h = d(m.hidden);
+  return 2 * h /* norm input */ + (s.recompute_norms ? 0 : 2 * h) /* FC1 input */ + dropout_mask(m);
 }
 
 Split mlp_per_token(const ModelSpec& m, const ActivationSetting& s) {
-  const double h = d(m.hidden);
-  const double f = d(m.ffn_hidden);
   Split a;
-  a.replicated =
-      2 * h /* norm input */ + (s.recompute_norms ? 0 : 2 * h) /* FC1 input */ + dropout_mask(m);
-  if (!s.recompute_mlp) a.sharded = 2 * f * (m.gated() ? 2 : 1) /* act input */ + 2 * f;
+  a.replicated = mlp_replicated_per_token(m, s);
+  a.sharded = ffn_inner_per_token(m, s, d(m.ffn_hidden));
   return a;
 }
 
-double full_layer_bytes(const ModelSpec& m, const ActivationSetting& s) {
+// The busiest EP rank's rows relative to an even split: ep · max over EP ranks of the summed
+// load shares of the experts it holds (experts placed contiguously, E/ep per rank).
+double busiest_ep_rank_factor(const MoeSpec& moe, std::int64_t ep) {
+  const std::vector<double> shares = expert_load_shares(moe.imbalance, moe.experts);
+  const std::size_t per_rank =
+      static_cast<std::size_t>(std::max<std::int64_t>(1, moe.experts / ep));
+  double busiest = 0;
+  for (std::size_t first = 0; first < shares.size(); first += per_rank) {
+    double load = 0;
+    for (std::size_t i = first; i < std::min(shares.size(), first + per_rank); ++i)
+      load += shares[i];
+    busiest = std::max(busiest, load);
+  }
+  return d(ep) * busiest;
+}
+
+// Token copies one GPU dispatches: k per routed token, or with a capacity factor every expert's
+// full capacity C = ceil(T·k/E·cf) (pad to capacity, Megatron's
+// --moe-pad-expert-input-to-capacity).
+double dispatched_rows(const MoeSpec& moe, double routed_tokens) {
+  if (!moe.capacity_factor) return d(moe.topk) * routed_tokens;
+  const double capacity =
+      std::ceil(routed_tokens * d(moe.topk) / d(moe.experts) * *moe.capacity_factor);
+  return d(moe.experts) * capacity;
+}
+
+// An MoE layer's FFN, bytes per GPU per micro-batch (see the header for the derivation).
+double moe_mlp_bytes(const ModelSpec& m, const MoeSpec& moe, const ActivationSetting& s) {
+  const double h = d(m.hidden);
+  const double routed_tokens = tokens(s) / replicated_divisor(s);
+  // Recomputing `moe` checkpoints the whole MoE FFN: only its input (the norm output) is kept.
+  if (s.recompute_moe) return routed_tokens * (2 * h /* norm input */ + 2 * h /* MoE input */);
+  const double router = 2 * d(moe.experts) /* logits */ + 4 * d(moe.experts) /* fp32 scores */;
+  const double source_rows = dispatched_rows(moe, routed_tokens);
+  const double balance = moe.capacity_factor ? 1.0 : busiest_ep_rank_factor(moe, s.ep);
+  const double expert_rows = d(s.etp) * source_rows * balance;
+  const double expert_width = d(moe.ffn_hidden) / d(s.etp);
+  double bytes = routed_tokens * (mlp_replicated_per_token(m, s) + router);
+  bytes += source_rows * (2 * h /* expert outputs the combine keeps */ + 4 /* their probs */);
+  bytes += expert_rows * (2 * h /* FC1 input */ + ffn_inner_per_token(m, s, expert_width));
+  bytes += tokens(s) * ffn_inner_per_token(m, s, d(moe.shared_ffn_hidden)) / d(s.tp);
+  return bytes;
+}
+
+double full_layer_bytes(const ModelSpec& m, const ActivationSetting& s, bool moe_layer) {
   const Split attention = attention_per_token(m, s);
+  const double attention_bytes =
+      tokens(s) * (attention.replicated / replicated_divisor(s) + attention.sharded / d(s.tp));
+  if (moe_layer) return attention_bytes + moe_mlp_bytes(m, *m.moe, s);
   const Split mlp = mlp_per_token(m, s);
   const double per_token = (attention.replicated + mlp.replicated) / replicated_divisor(s) +
                            (attention.sharded + mlp.sharded) / d(s.tp);
   return tokens(s) * per_token;
+}
+
+ActivationSetting without_recompute(ActivationSetting s) {
+  s.recompute = Recompute::none;
+  s.recompute_core_attention = false;
+  s.recompute_mlp = false;
+  s.recompute_norms = false;
+  s.recompute_moe = false;
+  s.recompute_mla_up_proj = false;
+  return s;
 }
 
 }  // namespace
@@ -75,6 +177,8 @@ ActivationSetting activation_setting(const TrainingSpec& t, std::int64_t tp, std
   s.recompute_core_attention = t.recomputes("core_attn");
   s.recompute_mlp = t.recomputes("mlp");
   s.recompute_norms = t.recomputes("layernorm");
+  s.recompute_moe = t.recomputes("moe");
+  s.recompute_mla_up_proj = t.recomputes("mla_up_proj");
   s.flash_attention = t.flash_attention;
   return s;
 }
@@ -83,16 +187,24 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationSetting& s) {
   if (s.recompute == Recompute::full) {
     return tokens(s) * 2.0 * d(m.hidden) / replicated_divisor(s);
   }
-  return full_layer_bytes(m, s);
+  return full_layer_bytes(m, s, false);
+}
+
+double layer_activation_bytes(const ModelSpec& m, const ActivationSetting& s, std::int64_t layer) {
+  if (!m.is_moe_layer(layer)) return layer_activation_bytes(m, s);
+  if (s.recompute == Recompute::full) {
+    return tokens(s) * 2.0 * d(m.hidden) / replicated_divisor(s);
+  }
+  return full_layer_bytes(m, s, true);
 }
 
 double layer_recompute_transient_bytes(const ModelSpec& m, const ActivationSetting& s) {
-  ActivationSetting everything = s;
-  everything.recompute = Recompute::none;
-  everything.recompute_core_attention = false;
-  everything.recompute_mlp = false;
-  everything.recompute_norms = false;
-  return full_layer_bytes(m, everything);
+  return full_layer_bytes(m, without_recompute(s), false);
+}
+
+double layer_recompute_transient_bytes(const ModelSpec& m, const ActivationSetting& s,
+                                       std::int64_t layer) {
+  return full_layer_bytes(m, without_recompute(s), m.is_moe_layer(layer));
 }
 
 double embedding_activation_bytes(const ModelSpec& m, const ActivationSetting& s) {

@@ -18,6 +18,26 @@
 // drops the activation and FC2 inputs, `layernorm` the norm outputs (QKV and FC1 inputs).
 // Full recompute keeps only the layer input, 2sbh (÷t with SP). Context parallelism gives each
 // rank s/c tokens (mechanics.md §1.2). With GPT shapes the rows of Table 2 come out exactly.
+//
+// MLA (DeepSeek-V2/V3) replaces Q, K, V by their latent shapes: the q latent (2·r_q, plus the
+// q-norm output 2·r_q feeding the up-projection), the kv latent and shared RoPE key
+// (2·(r_kv + d_r), plus the kv-norm output 2·r_kv) sit with the norm-like replicated tensors;
+// Q and K are 2·n·(d_qk + d_r) and V 2·n·d_v per token, TP-sharded, the projection input 2·n·d_v.
+//
+// An MoE layer (Megatron-Core MoELayer with the all-to-all dispatcher; mechanics.md §4) keeps,
+// with T tokens per micro-batch on the rank and T_r = T/t routed per GPU with SP (T without):
+//   norm input, router input (the norm output) and dropout mask       as a dense MLP, per T_r
+//   router logits (2 bytes) and fp32 scores (4) per expert            6·E per routed token
+//   the combine's copies of the expert outputs and their probs         R·(2h + 4), R = k·T_r
+//   (R = E·ceil(T_r·k/E·cf) with a capacity factor: every expert padded to its capacity)
+//   expert FC1 input (2h), activation input (2·f_e·(2 with SwiGLU)/t_e) and FC2 input
+//   (2·f_e/t_e) for etp·R·β rows: the ETP group all-gathers the tokens its experts receive, and
+//   β = ep·(largest load share of one EP rank) is the busiest EP rank (1 when uniform or with a
+//   capacity factor)
+//   shared experts as a dense MLP of width f_s on all T tokens, ÷t
+// Recomputing `mlp` drops the activation and FC2 inputs of routed and shared experts. With
+// uniform routing, SP and t_e = t this is the dense MLP with f replaced by k·f_e (÷t) plus the
+// router, combine and expert FC1-input terms.
 #pragma once
 
 #include <cstdint>
@@ -37,18 +57,29 @@ struct ActivationSetting {
   bool recompute_core_attention = false;  // selective: core_attn
   bool recompute_mlp = false;             // selective: mlp
   bool recompute_norms = false;           // selective: layernorm
+  bool recompute_moe = false;             // selective: moe (MoE FFN keeps its input only)
+  bool recompute_mla_up_proj = false;     // selective: mla_up_proj (Q, K, V not kept)
   bool flash_attention = true;
+  std::int64_t etp = 1;  // expert tensor parallelism (MoE layers)
+  std::int64_t ep = 1;   // expert parallelism (MoE layers)
 };
 
 ActivationSetting activation_setting(const TrainingSpec& training, std::int64_t tp, std::int64_t cp,
                                      bool sequence_parallel);
 
-// Bytes one layer keeps for one micro-batch until its backward.
+// Bytes one dense layer keeps for one micro-batch until its backward (every layer of a dense
+// model; the dense layers of an MoE model).
 double layer_activation_bytes(const ModelSpec& model, const ActivationSetting& setting);
 
+// The same for decoder layer `layer` (0-based): the MoE FFN where model.is_moe_layer(layer).
+double layer_activation_bytes(const ModelSpec& model, const ActivationSetting& setting,
+                              std::int64_t layer);
+
 // Bytes one layer holds while its backward runs under full recompute: everything, as without
-// recompute (the transient on top of the stored layer inputs).
+// recompute (the transient on top of the stored layer inputs). Dense layer / layer `layer`.
 double layer_recompute_transient_bytes(const ModelSpec& model, const ActivationSetting& setting);
+double layer_recompute_transient_bytes(const ModelSpec& model, const ActivationSetting& setting,
+                                       std::int64_t layer);
 
 // First stage, per micro-batch: token ids (8 bytes each) and the embedding-dropout mask.
 double embedding_activation_bytes(const ModelSpec& model, const ActivationSetting& setting);

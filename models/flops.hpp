@@ -1,4 +1,4 @@
-// FLOPs of one training iteration of a dense decoder.
+// FLOPs of one training iteration of a decoder (dense, MoE, MLA, MTP).
 //
 // Model FLOPs follow Megatron-LM's `num_floating_point_operations` (training.py;
 // shared/reference/megatron_formulas.md §4). Every weight GEMM costs 2 FLOPs per multiply-add
@@ -12,6 +12,17 @@
 // and once per token the logits 6·h·V (V padded for tp). Summed:
 //
 //   F = T·[L·(A_lin + 6hφf) + 6hV] + B·s²·L·6nd
+//
+// Mixture of experts, MLA and MTP (megatron_formulas.md §4): an MoE layer's FFN costs
+// 6h·(φ·f_e·k + φ·f_s) per token (exactly k routed experts plus the shared experts; no router
+// GEMM, no capacity padding, no imbalance). MLA's linear part is
+//   A_lin = 6·[Q + r_kv·(h + n·(d_qk + d_v) + 1) + h·d_r + n·d_v·h],
+//   Q = h·n·(d_qk + d_r), or r_q·(h + n·(d_qk + d_r) + 1) with q-LoRA,
+// and its core attention 6·[n·(d_qk + d_r)/2 + n·d_v/2] per token per token of context.
+// Each of the M MTP layers counts as a decoder layer typed like the last one, plus
+// 6·(3h + 2h²) per token for its norms and 2h→h projection, plus one more logits GEMM:
+//   F = T·[6h·(φf·(L_d + M_d) + (φf_e·k + φf_s)·(L_m + M_m)) + A_lin·(L + M)
+//          + 6M·(3h + 2h²) + 6hV·(M + 1)] + B·s²·A_core·(L + M)
 //
 // For GPT shapes (f = 4h, g = n, no SwiGLU) this is 72·B·s·L·h²·(1 + s/(12h) + V/(12hL)); the
 // non-causal count gives Korthikanti et al. (2022)'s 72·B·s·L·h²·(1 + s/(6h) + V/(12hL)).
@@ -33,15 +44,25 @@ namespace wallsim::models {
 double attention_linear_flops_per_token(const ModelSpec& model);
 double attention_core_flops_per_token(const ModelSpec& model, std::int64_t seq_len,
                                       bool causal = true);
+// A dense layer's MLP (width model.ffn_hidden).
 double mlp_flops_per_token(const ModelSpec& model);
+// An MoE layer's FFN: k routed experts and the shared experts.
+double moe_mlp_flops_per_token(const ModelSpec& model);
+double routed_experts_flops_per_token(const ModelSpec& model);
+// The FFN of decoder layer `layer` (0-based): MoE or dense as the model places them.
+double layer_mlp_flops_per_token(const ModelSpec& model, std::int64_t layer);
 double logits_flops_per_token(const ModelSpec& model, std::int64_t tp);
+// One MTP layer's norms and 2h→h projection beyond its decoder layer: 6·(3h + 2h²).
+double mtp_projection_flops_per_token(const ModelSpec& model);
 
-struct FlopsBreakdown {  // per iteration, forward + backward
+struct FlopsBreakdown {  // per iteration, forward + backward; decoder and MTP layers together
   double attention_linear = 0;
   double attention_core = 0;
-  double mlp = 0;
-  double logits = 0;
-  double total() const { return attention_linear + attention_core + mlp + logits; }
+  double mlp = 0;             // every FFN GEMM: dense MLPs, shared and routed experts
+  double routed_experts = 0;  // the routed experts' part of mlp
+  double logits = 0;          // the output layer, once more per MTP layer
+  double mtp_projection = 0;  // MTP norms and projections
+  double total() const { return attention_linear + attention_core + mlp + logits + mtp_projection; }
 };
 
 FlopsBreakdown model_flops_breakdown(const ModelSpec& model, std::int64_t seq_len,

@@ -103,6 +103,42 @@ CpLayout check_context(const ModelSpec& m, const ParallelSpec& p, const Training
   return cp;
 }
 
+// The MoE grid (mechanics.md §4.2, parallel folding): ETP × EP × EDP × PP over the same world.
+ExpertLayout check_experts(const ModelSpec& m, const ParallelSpec& p, std::int64_t num_gpus,
+                           bool sequence_parallel, const std::string& where) {
+  ExpertLayout e;
+  e.etp = p.etp;
+  e.ep = p.ep;
+  e.dispatcher = p.moe_dispatcher;
+  e.group_style = p.ep_group_style;
+  if (!m.moe) {
+    require(p.ep == 1, where, "parallel.ep", p.ep,
+            "must be 1 for dense models (expert parallelism needs model.moe)");
+    require(p.etp == 1, where, "parallel.etp", p.etp,
+            "must be 1 for dense models (expert parallelism needs model.moe)");
+    e.edp = num_gpus / (p.pp * p.tp);  // dp·cp: no expert parameters to shard
+    return e;
+  }
+  const std::int64_t expert_parallel = p.etp * p.ep * p.pp;
+  require(num_gpus % expert_parallel == 0, where, "parallel.ep", p.ep,
+          "num_gpus must be a multiple of etp·ep·pp = " + str(p.etp) + "·" + str(p.ep) + "·" +
+              str(p.pp) + " = " + str(expert_parallel));
+  require(m.moe->experts % p.ep == 0, where, "parallel.ep", p.ep,
+          "must divide the experts (" + str(m.moe->experts) + ")");
+  require(m.moe->ffn_hidden % p.etp == 0, where, "parallel.etp", p.etp,
+          "must divide the expert ffn_hidden (" + str(m.moe->ffn_hidden) + ")");
+  require(p.ep == 1 || p.tp == 1 || sequence_parallel, where, "parallel.ep", p.ep,
+          "expert parallelism with tp > 1 needs sequence_parallel (as Megatron requires)");
+  if (p.ep_group_style == "deepspeed") {
+    require(p.etp == 1 || p.etp == p.tp, where, "parallel.etp", p.etp,
+            "with ep_group_style \"deepspeed\" expert tensor parallelism is off (1) or tp");
+    require((num_gpus / p.pp / p.etp) % p.ep == 0, where, "parallel.ep", p.ep,
+            "with ep_group_style \"deepspeed\" must divide the ranks of a data-parallel group");
+  }
+  e.edp = num_gpus / expert_parallel;
+  return e;
+}
+
 bool check_schedule(const ParallelSpec& p, const TrainingSpec& t, const std::string& where) {
   require(p.vpp == 1 || p.pp > 1, where, "parallel.vpp", p.vpp,
           "virtual pipeline chunks need pp > 1");
@@ -144,6 +180,18 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
   check_sequence(training, layout.sizes, layout.sequence_parallel, parallel.cp_load_balance,
                  where);
   layout.cp = check_context(model, parallel, training, where);
+  layout.expert =
+      check_experts(model, parallel, num_gpus, layout.sequence_parallel, where);
+  if (model.moe && training.overlap.ep_comm) {
+    layout.notes.push_back(
+        "overlap.ep_comm (1F1B all-to-all overlap) is not simulated: each all-to-all runs where "
+        "the layer issues it");
+  }
+  if (model.mtp_layers > 0) {
+    layout.notes.push_back("the " + str(model.mtp_layers) +
+                           " MTP layer(s) are counted in FLOPs and memory but not simulated: "
+                           "the last stage's step time leaves them out");
+  }
   layout.interleaved = check_schedule(parallel, training, where);
   layout.num_microbatches = training.global_batch / (training.micro_batch * layout.sizes.dp);
   layout.placement = place_layers({model.layers, parallel.pp, parallel.vpp,

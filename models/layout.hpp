@@ -5,7 +5,9 @@
 // would (heads % tp, kv_heads % tp, ffn_hidden % tp, num_gpus % (tp·cp·pp),
 // global_batch % (micro_batch·dp), seq_len % (2·cp) with context parallelism, seq_len/cp % tp
 // with sequence parallelism; with cp > 1: flash attention, for a2a the local heads and KV heads
-// divisible by the all-to-all size, hierarchical sizes multiplying to cp). Sequence parallelism without tp > 1 is switched off with a note,
+// divisible by the all-to-all size, hierarchical sizes multiplying to cp; MoE: num_gpus %
+// (etp·ep·pp), experts % ep, the expert FFN % etp, sequence parallelism with ep > 1 and tp > 1;
+// ep = etp = 1 on dense models). Sequence parallelism without tp > 1 is switched off with a note,
 // as Megatron does. Not fitting in memory is not a layout error: memory.hpp reports it.
 #pragma once
 
@@ -34,12 +36,23 @@ struct CpLayout {
   bool load_balance = true;  // zig-zag chunks; false: contiguous, the last rank does the most
 };
 
+// The MoE grid folded over the same GPUs (Megatron's parallel folding, mechanics.md §4.2):
+// ETP × EP × EDP × PP = world, the PP groups shared with the attention grid.
+struct ExpertLayout {
+  std::int64_t etp = 1;  // expert tensor parallelism
+  std::int64_t ep = 1;   // expert parallelism
+  std::int64_t edp = 1;  // expert data parallelism = world / (etp·ep·pp)
+  std::string dispatcher = "alltoall";  // alltoall | allgather | flex
+  std::string group_style = "megatron";  // megatron | deepspeed
+};
+
 struct Layout {
   ParallelSizes sizes;  // ep = 1 on the dense grid
   AxisOrder order{};
   std::int64_t vpp = 1;
   bool sequence_parallel = false;     // effective value
   CpLayout cp;                        // meaningful when sizes.cp > 1
+  ExpertLayout expert;                // MoE models; etp = ep = 1, edp = dp·cp otherwise
   bool interleaved = false;           // interleaved 1F1B (vpp > 1)
   std::int64_t num_microbatches = 1;  // m = global_batch / (micro_batch·dp)
   LayerPlacement placement;

@@ -26,28 +26,83 @@ struct StageActivations {
   std::int64_t in_flight = 0;
 };
 
-// Bytes one micro-batch leaves on each chunk of the stage until its backward.
+const StageLayers& layers_of(const Layout& layout, std::int64_t stage) {
+  return layout.placement.stages[static_cast<std::size_t>(stage)];
+}
+
+// MoE layers among `count` layers from `first`.
+std::int64_t moe_layers_in(const ModelSpec& model, std::int64_t first, std::int64_t count) {
+  std::int64_t moe = 0;
+  for (std::int64_t layer = first; layer < first + count; ++layer) moe += model.is_moe_layer(layer);
+  return moe;
+}
+
+// One layer's bytes of each kind: [dense, MoE] (the MoE entry is 0 for dense models).
+struct LayerKinds {
+  double dense = 0;
+  double moe = 0;
+};
+
+// The MTP layers, on the last stage: each a decoder layer typed like the last, plus its own
+// final norm and fp32 logits like the output layer.
+double mtp_activation_bytes(const ModelSpec& model, const ActivationSetting& setting) {
+  if (model.mtp_layers == 0) return 0.0;
+  return d(model.mtp_layers) * (layer_activation_bytes(model, setting, model.layers - 1) +
+                                output_activation_bytes(model, setting));
+}
+
+// Bytes one micro-batch leaves on each chunk of the stage until its backward: the real bytes of
+// the layers the chunk holds (MoE and dense layers differ).
 std::vector<double> chunk_bytes(const ModelSpec& model, const Layout& layout,
                                 const ActivationSetting& setting, std::int64_t stage) {
-  const auto& stage_layers = layout.placement.stages[static_cast<std::size_t>(stage)];
-  const double per_layer = layer_activation_bytes(model, setting);
+  LayerKinds per_layer{layer_activation_bytes(model, setting), 0.0};
+  if (model.is_moe()) {
+    const std::int64_t first_moe = model.moe->first_dense_layers;
+    per_layer.moe = layer_activation_bytes(model, setting, first_moe);
+  }
   std::vector<double> bytes;
-  for (const auto& chunk : stage_layers.chunks) bytes.push_back(d(chunk.count) * per_layer);
+  for (const auto& chunk : layers_of(layout, stage).chunks) {
+    const std::int64_t moe = moe_layers_in(model, chunk.first_layer, chunk.count);
+    bytes.push_back(d(chunk.count - moe) * per_layer.dense + d(moe) * per_layer.moe);
+  }
   if (stage == 0) bytes.front() += embedding_activation_bytes(model, setting);
-  if (is_last(layout, stage)) bytes.back() += output_activation_bytes(model, setting);
+  if (is_last(layout, stage)) {
+    bytes.back() += output_activation_bytes(model, setting) + mtp_activation_bytes(model, setting);
+  }
   return bytes;
+}
+
+// The largest full-recompute transient among the stage's layers (MTP layers on the last).
+double recompute_transient_bytes(const ModelSpec& model, const Layout& layout,
+                                 const ActivationSetting& setting, std::int64_t stage) {
+  std::int64_t moe = 0;
+  for (const auto& chunk : layers_of(layout, stage).chunks) {
+    moe += moe_layers_in(model, chunk.first_layer, chunk.count);
+  }
+  if (is_last(layout, stage) && model.mtp_layers > 0 && model.mtp_is_moe()) ++moe;
+  const double dense = layer_recompute_transient_bytes(model, setting);
+  if (moe == 0) return dense;
+  return std::max(dense,
+                  layer_recompute_transient_bytes(model, setting, model.moe->first_dense_layers));
+}
+
+ActivationSetting stage_setting(const Layout& layout, const TrainingSpec& training) {
+  ActivationSetting setting =
+      activation_setting(training, layout.sizes.tp, layout.sizes.cp, layout.sequence_parallel);
+  setting.etp = layout.expert.etp;
+  setting.ep = layout.expert.ep;
+  return setting;
 }
 
 StageActivations stage_activations(const ModelSpec& model, const Layout& layout,
                                    const TrainingSpec& training, std::int64_t stage) {
-  const ActivationSetting setting =
-      activation_setting(training, layout.sizes.tp, layout.sizes.cp, layout.sequence_parallel);
+  const ActivationSetting setting = stage_setting(layout, training);
   const auto schedule = stage_schedule(layout.sizes.pp, layout.vpp, layout.num_microbatches, stage);
   StageActivations result;
   result.bytes = peak_in_flight_bytes(schedule, chunk_bytes(model, layout, setting, stage));
   result.in_flight = peak_in_flight_chunks(schedule);
   if (training.recompute == Recompute::full) {
-    result.bytes += layer_recompute_transient_bytes(model, setting);
+    result.bytes += recompute_transient_bytes(model, layout, setting, stage);
   }
   return result;
 }
@@ -64,11 +119,13 @@ StageMemory stage_memory(const ModelSpec& model, const Layout& layout, const Tra
   m.layers = layout.placement.stages[static_cast<std::size_t>(stage)];
   m.embedding = stage == 0;
   m.output_layer = is_last(layout, stage);
-  m.parameters = stage_parameters(model, layout, stage).total();
+  const StageParameters parameters = stage_parameters(model, layout, stage);
+  m.parameters = parameters.total();
   const StaticBytesPerParam per_param = static_bytes_per_param(layout, training);
   m.weights = per_param.weights * m.parameters;
   m.grads = per_param.grads * m.parameters;
-  m.optimizer = per_param.optimizer * m.parameters;
+  m.optimizer = per_param.optimizer * (parameters.tp_sharded + parameters.replicated) +
+                12.0 / d(expert_optimizer_shards(layout, training)) * parameters.expert_sharded;
   const StageActivations activations = stage_activations(model, layout, training, stage);
   m.activations = activations.bytes;
   m.microbatches_in_flight = activations.in_flight;
@@ -90,18 +147,63 @@ void add_notes(const ModelSpec& model, const Layout& layout, const TrainingSpec&
     report.notes.push_back(
         "tied embeddings: the last stage keeps a copy of the embedding for the output layer");
   }
+  if (model.is_moe()) {
+    report.notes.push_back("routed experts sharded over etp·ep = " +
+                           std::to_string(layout.expert.etp * layout.expert.ep) +
+                           "; their optimizer state over " +
+                           std::to_string(expert_optimizer_shards(layout, training)) +
+                           " (expert data parallelism with the distributed optimizer)");
+  }
+  if (model.mtp_layers > 0) {
+    report.notes.push_back(
+        "MTP layers counted on the last stage; Megatron's estimate charges "
+        "them to the first");
+  }
+}
+
+// Σ over decoder layers [first, first + count) of `part` of each layer's parameters.
+template <typename Part>
+double layer_sum(const ModelSpec& model, std::int64_t first, std::int64_t count, Part part) {
+  double sum = 0;
+  for (std::int64_t layer = first; layer < first + count; ++layer) {
+    sum += part(layer_parameters(model, layer));
+  }
+  return sum;
+}
+
+double tp_part(const LayerParameters& p) {
+  return p.tp_sharded();
+}
+double replicated_part(const LayerParameters& p) {
+  return p.replicated();
+}
+double expert_part(const LayerParameters& p) {
+  return p.experts;
 }
 
 }  // namespace
 
 StageParameters stage_parameters(const ModelSpec& model, const Layout& layout, std::int64_t stage) {
-  const LayerParameters layer = layer_parameters(model);
-  const double layers = d(layout.placement.stages[static_cast<std::size_t>(stage)].total());
   const double tp = d(layout.sizes.tp);
   const double embedding = embedding_parameters(model, layout.sizes.tp);
+  double tp_sharded = 0;
+  double replicated = 0;
+  double experts = 0;
+  for (const auto& chunk : layers_of(layout, stage).chunks) {
+    tp_sharded += layer_sum(model, chunk.first_layer, chunk.count, tp_part);
+    replicated += layer_sum(model, chunk.first_layer, chunk.count, replicated_part);
+    experts += layer_sum(model, chunk.first_layer, chunk.count, expert_part);
+  }
+  if (is_last(layout, stage)) {
+    const LayerParameters mtp = mtp_layer_parameters(model);
+    tp_sharded += d(model.mtp_layers) * mtp.tp_sharded();
+    replicated += d(model.mtp_layers) * mtp.replicated();
+    experts += d(model.mtp_layers) * mtp.experts;
+  }
   StageParameters p;
-  p.tp_sharded = layers * layer.tp_sharded() / tp;
-  p.replicated = layers * layer.norms;
+  p.tp_sharded = tp_sharded / tp;
+  p.replicated = replicated;
+  p.expert_sharded = experts / d(layout.expert.etp * layout.expert.ep);
   if (stage == 0) p.tp_sharded += embedding / tp;
   if (holds_output_weights(model, layout, stage)) p.tp_sharded += embedding / tp;
   if (is_last(layout, stage)) p.replicated += norm_params_per_element(model.norm) * d(model.hidden);
@@ -110,6 +212,10 @@ StageParameters stage_parameters(const ModelSpec& model, const Layout& layout, s
 
 std::int64_t optimizer_shards(const Layout& layout, const TrainingSpec& training) {
   return training.distributed_optimizer ? layout.dp_cp() : 1;
+}
+
+std::int64_t expert_optimizer_shards(const Layout& layout, const TrainingSpec& training) {
+  return training.distributed_optimizer ? layout.expert.edp : 1;
 }
 
 StaticBytesPerParam static_bytes_per_param(const Layout& layout, const TrainingSpec& training) {
@@ -121,16 +227,25 @@ StaticBytesPerParam static_bytes_per_param(const Layout& layout, const TrainingS
 
 double megatron_weight_and_optimizer_bytes(const ModelSpec& model, const Layout& layout,
                                            const TrainingSpec& training) {
-  const LayerParameters layer = layer_parameters(model);
   const double p = d(layout.sizes.pp);
   const double t = d(layout.sizes.tp);
   const double embedding = embedding_parameters(model, layout.sizes.tp);
-  double n_tp = (d(model.layers) * layer.tp_sharded() / p + embedding) / t;
+  const LayerParameters mtp = mtp_layer_parameters(model);
+  const double mtp_layers = d(model.mtp_layers);
+  double n_tp =
+      (layer_sum(model, 0, model.layers, tp_part) / p + mtp_layers * mtp.tp_sharded() + embedding) /
+      t;
   if (!model.tied_embeddings && layout.sizes.pp == 1) n_tp += embedding / t;
   const double final_norm = norm_params_per_element(model.norm) * d(model.hidden);
-  const double n_rep = (d(model.layers) * layer.norms + final_norm) / p;
-  const double beta = training.distributed_optimizer ? 6.0 + 12.0 / d(layout.sizes.dp) : 18.0;
-  return (n_tp + n_rep) * beta;
+  const double n_rep = (layer_sum(model, 0, model.layers, replicated_part) + final_norm) / p +
+                       mtp_layers * mtp.replicated();
+  const double n_exp =
+      (layer_sum(model, 0, model.layers, expert_part) / p + mtp_layers * mtp.experts) /
+      d(layout.expert.etp * layout.expert.ep);
+  auto beta = [&](std::int64_t shards) {
+    return training.distributed_optimizer ? 6.0 + 12.0 / d(shards) : 18.0;
+  };
+  return (n_tp + n_rep) * beta(layout.sizes.dp) + n_exp * beta(layout.expert.edp);
 }
 
 MemoryReport memory_report(const ModelSpec& model, const Layout& layout,

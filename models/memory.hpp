@@ -11,9 +11,17 @@
 // pp and cp = 1, the first stage equals Megatron's compute_weight_and_optimizer_memory except
 // the final norm, which Megatron spreads as ν·h/pp over all stages and wallsim puts on the last.
 //
-// Activations: per-layer and embedding/output bytes from activation_memory.hpp, kept alive by
-// the stage's pipeline schedule (pipeline_schedule.hpp); full recompute adds one layer's
-// complete activations while its backward runs. Buffers: training.memory_allowances.
+// Mixture of experts (megatron_formulas.md §2, N_exp): routed-expert weights and gradients are
+// sharded over etp·ep (layout.expert), their optimizer state with the distributed optimizer over
+// the expert data-parallel group (edp); shared experts and attention ÷ tp, routers replicated
+// like norms. MTP layers live on the last stage (Megatron's estimate charges them to the first;
+// with pp = 1 the two agree).
+//
+// Activations: per-layer and embedding/output bytes from activation_memory.hpp (each layer its
+// own kind: MoE layers keep more than dense ones), kept alive by the stage's pipeline schedule
+// (pipeline_schedule.hpp); full recompute adds the largest layer's complete activations while its
+// backward runs. MTP layers add a layer and an output layer's bytes to the last stage.
+// Buffers: training.memory_allowances.
 #pragma once
 
 #include <cstdint>
@@ -28,9 +36,10 @@
 namespace wallsim::models {
 
 struct StageParameters {
-  double tp_sharded = 0;  // per GPU, already ÷ tp
-  double replicated = 0;
-  double total() const { return tp_sharded + replicated; }
+  double tp_sharded = 0;      // per GPU, already ÷ tp
+  double replicated = 0;      // norms, routers
+  double expert_sharded = 0;  // routed experts, per GPU, already ÷ (etp·ep)
+  double total() const { return tp_sharded + replicated + expert_sharded; }
 };
 
 // Parameters one GPU of stage `stage` holds.
@@ -44,11 +53,14 @@ struct StaticBytesPerParam {
 
 // The sharding factor of optimizer state: dp·cp with the distributed optimizer, else 1.
 std::int64_t optimizer_shards(const Layout& layout, const TrainingSpec& training);
+// The same for routed-expert parameters: layout.expert.edp with the distributed optimizer.
+std::int64_t expert_optimizer_shards(const Layout& layout, const TrainingSpec& training);
 StaticBytesPerParam static_bytes_per_param(const Layout& layout, const TrainingSpec& training);
 
 // Megatron's compute_weight_and_optimizer_memory, restated (megatron_formulas.md §2): the
 // most loaded rank holds L/p layers, the input embedding, final norm/p (and the output layer
-// when untied and p = 1); bytes per parameter 18, or 6 + 12/dp with the distributed optimizer.
+// when untied and p = 1) and all MTP layers; bytes per parameter 18, or 6 + 12/dp with the
+// distributed optimizer; routed experts ÷ (etp·ep) at 6 + 12/edp.
 double megatron_weight_and_optimizer_bytes(const ModelSpec& model, const Layout& layout,
                                            const TrainingSpec& training);
 

@@ -44,15 +44,10 @@ void read_context(JsonObject& object, ParallelSpec& spec) {
   spec.cp_load_balance = object.boolean_or("cp_load_balance", true);
 }
 
-// Keys of later issues: accepted with their defaults, anything else is "not supported yet".
+// Expert parallelism (checked against the model in make_layout).
 void read_expert(JsonObject& object, ParallelSpec& spec) {
   spec.ep = object.integer_or("ep", 1, 1);
   spec.etp = object.integer_or("etp", 1, 1);
-  for (const char* key : {"ep", "etp"}) {
-    if (object.integer_or(key, 1, 1) != 1) {
-      object.at(key).fail("must be 1 for dense models (expert parallelism needs `moe`)");
-    }
-  }
   spec.moe_dispatcher =
       object.choice_or("moe_dispatcher", "alltoall", {"alltoall", "allgather", "flex"});
   spec.ep_group_style = object.choice_or("ep_group_style", "megatron", {"megatron", "deepspeed"});

@@ -48,7 +48,8 @@ OverlapSpec parse_overlap(const JsonNode& node) {
 std::vector<std::string> parse_recompute_modules(const JsonNode& node) {
   std::vector<std::string> modules;
   for (const JsonNode& item : node.as_array()) {
-    modules.push_back(item.as_choice({"core_attn", "mlp", "layernorm"}));
+    modules.push_back(
+        item.as_choice({"core_attn", "mlp", "layernorm", "moe", "moe_act", "mla_up_proj"}));
   }
   return modules;
 }

@@ -7,12 +7,24 @@
 #include <nlohmann/json.hpp>
 
 #include "models/flops.hpp"
+#include "models/parameter_count.hpp"
 #include "models/report_json.hpp"
 #include "tools/command.hpp"
 #include "tools/run_config_loading.hpp"
 
 namespace wallsim::cli {
 namespace {
+
+// Megatron's parameter count, total and active (k of E routed experts per token).
+void print_parameters(const models::RunConfig& config) {
+  const std::int64_t tp = config.layout.sizes.tp;
+  const double total = models::total_parameters(config.model, tp);
+  const std::int64_t topk = config.model.is_moe() ? config.model.moe->topk : 0;
+  const std::int64_t experts = config.model.is_moe() ? config.model.moe->experts : 0;
+  std::printf("  parameters %.4g B total, %.4g B active per token (%lld of %lld routed experts)\n",
+              total / 1e9, models::active_parameters(config.model, tp) / 1e9,
+              static_cast<long long>(topk), static_cast<long long>(experts));
+}
 
 void print_table(const models::RunConfig& config, const models::IterationFlops& f) {
   const auto& t = config.training;
@@ -29,6 +41,11 @@ void print_table(const models::RunConfig& config, const models::IterationFlops& 
   std::printf("  %-36s %14.6e\n", "hardware FLOPs per GPU per iteration", f.hardware_per_gpu);
   std::printf("  breakdown: attention linear %.3e, core attention %.3e, MLP %.3e, logits %.3e\n",
               f.model.attention_linear, f.model.attention_core, f.model.mlp, f.model.logits);
+  if (config.model.is_moe() || config.model.mtp_layers > 0) {
+    std::printf("  of the MLP: routed experts %.3e; MTP norms and projections %.3e\n",
+                f.model.routed_experts, f.model.mtp_projection);
+    print_parameters(config);
+  }
 }
 
 int run(const ConfigCommandOptions& options) {

@@ -14,7 +14,7 @@ namespace {
 
 // Streams' names by index (step_program.hpp's Streams).
 const std::vector<std::string> kStreamNames = {
-    "compute", "tp", "dp", "pp send fwd", "pp send bwd", "pp recv fwd", "pp recv bwd", "cp"};
+    "compute", "tp", "dp", "pp send fwd", "pp send bwd", "pp recv fwd", "pp recv bwd", "cp", "ep"};
 
 bool crosses_nodes(const RunConfig& config, const std::vector<std::int64_t>& ranks) {
   const std::int64_t per_node = config.cluster.gpus_per_node;

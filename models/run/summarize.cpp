@@ -97,7 +97,12 @@ std::string describe_layout(const RunConfig& config) {
   if (layout.sequence_parallel) text += " sp";
   text += " cp" + std::to_string(layout.sizes.cp) + " pp" + std::to_string(layout.sizes.pp);
   if (layout.vpp > 1) text += " vpp" + std::to_string(layout.vpp);
-  text += " dp" + std::to_string(layout.sizes.dp) + " mb" +
+  text += " dp" + std::to_string(layout.sizes.dp);
+  if (config.model.moe) {
+    text += " ep" + std::to_string(layout.expert.ep) + " etp" + std::to_string(layout.expert.etp) +
+            " " + layout.expert.dispatcher;
+  }
+  text += " mb" +
           std::to_string(config.training.micro_batch) + " m" +
           std::to_string(layout.num_microbatches);
   return text;

@@ -31,20 +31,24 @@ DataParallelOps::DataParallelOps(OpEmitter& emit, const DpSetting& setting,
 }
 
 void DataParallelOps::build_buckets() {
-  const double size = default_bucket_params(setting_.group_size);
   for (std::size_t chunk = 0; chunk < chunk_units_.size(); ++chunk) {
     const bool bucketing = setting_.overlap_grad_reduce && setting_.first_stage && chunk == 0;
     const auto& units = chunk_units_[chunk];
-    Bucket open{static_cast<std::int64_t>(chunk), 0, 0, 0};
-    for (std::size_t u = 0; u < units.size(); ++u) {
-      open.params += units[u].params;
-      open.end_unit = u + 1;
-      if (bucketing && open.params >= size) {
-        buckets_.push_back(open);
-        open = Bucket{static_cast<std::int64_t>(chunk), 0, u + 1, u + 1};
+    for (const bool expert : {false, true}) {
+      const double size = default_bucket_params(expert ? setting_.expert_group_size
+                                                       : setting_.group_size);
+      Bucket open{static_cast<std::int64_t>(chunk), 0, {}, expert};
+      for (std::size_t u = 0; u < units.size(); ++u) {
+        if (units[u].expert != expert) continue;
+        open.params += units[u].params;
+        open.units.push_back(u);
+        if (bucketing && open.params >= size) {
+          buckets_.push_back(open);
+          open = Bucket{static_cast<std::int64_t>(chunk), 0, {}, expert};
+        }
       }
+      if (!open.units.empty()) buckets_.push_back(open);
     }
-    if (open.end_unit > open.first_unit) buckets_.push_back(open);
   }
   // Parameters are gathered in forward order: chunk by chunk, each chunk's buckets reversed.
   for (std::size_t chunk = 0; chunk < chunk_units_.size(); ++chunk) {
@@ -61,26 +65,35 @@ void DataParallelOps::tag(const std::string& prefix) {
   emit_.set_tag(std::move(t));
 }
 
+bool DataParallelOps::reduces(const Bucket& bucket) const {
+  return bucket.expert ? setting_.expert_active : setting_.active;
+}
+
+GroupIndex DataParallelOps::group_of(const Bucket& bucket) const {
+  return bucket.expert ? setting_.expert_group : setting_.group;
+}
+
 OpIndex DataParallelOps::gather_bucket(std::size_t position, const Deps& deps) {
   const std::size_t bucket = forward_order_[position];
   tag("dp");
   return emit_.collective("bucket " + std::to_string(bucket) + " param ag",
                           CollectiveOp::kAllGather,
-                          kParamGatherBytesPerParam * buckets_[bucket].params, setting_.group,
-                          OpCategory::kDp, Streams::kDp, deps);
+                          kParamGatherBytesPerParam * buckets_[bucket].params,
+                          group_of(buckets_[bucket]), OpCategory::kDp, Streams::kDp, deps);
 }
 
 Deps DataParallelOps::before_first_forward(std::int64_t chunk, std::int64_t module,
                                            const Deps& issue_after) {
-  if (!setting_.active || !setting_.distributed_optimizer || !setting_.overlap_param_gather) {
+  if ((!setting_.active && !setting_.expert_active) || !setting_.distributed_optimizer ||
+      !setting_.overlap_param_gather) {
     return {};
   }
   std::vector<std::size_t> positions;
   for (std::size_t p = 0; p < forward_order_.size(); ++p) {
     const Bucket& b = buckets_[forward_order_[p]];
-    if (b.chunk != chunk) continue;
+    if (b.chunk != chunk || !reduces(b)) continue;
     const auto& units = chunk_units_[static_cast<std::size_t>(chunk)];
-    for (std::size_t u = b.first_unit; u < b.end_unit; ++u) {
+    for (std::size_t u : b.units) {
       if (units[u].module == module) {
         positions.push_back(p);
         break;
@@ -95,7 +108,7 @@ Deps DataParallelOps::before_first_forward(std::int64_t chunk, std::int64_t modu
   const std::size_t last_needed = positions.back();
   const std::size_t dispatch_to = std::min(last_needed + 1, forward_order_.size() - 1);
   for (std::size_t p = 0; p <= dispatch_to; ++p) {
-    if (!gathers_[p]) gathers_[p] = gather_bucket(p, issue);
+    if (!gathers_[p] && reduces(buckets_[forward_order_[p]])) gathers_[p] = gather_bucket(p, issue);
   }
   Deps waits;
   for (std::size_t p : positions) waits.push_back(*gathers_[p]);
@@ -105,13 +118,13 @@ Deps DataParallelOps::before_first_forward(std::int64_t chunk, std::int64_t modu
 OpIndex DataParallelOps::reduce_bucket(std::size_t bucket, const std::vector<GradReady>& grads) {
   const Bucket& b = buckets_[bucket];
   OpIndex ready = 0;
-  for (std::size_t u = b.first_unit; u < b.end_unit; ++u) ready = std::max(ready, grads[u].op);
+  for (std::size_t u : b.units) ready = std::max(ready, grads[u].op);
   const bool scatter = setting_.distributed_optimizer;
   tag("dp");
   const OpIndex op =
       emit_.collective("bucket " + std::to_string(bucket) + (scatter ? " grad rs" : " grad ar"),
                        scatter ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce,
-                       setting_.grad_bytes_per_param * b.params, setting_.group, OpCategory::kDp,
+                       setting_.grad_bytes_per_param * b.params, group_of(b), OpCategory::kDp,
                        Streams::kDp, {ready});
   reductions_.push_back(op);
   return op;
@@ -124,13 +137,13 @@ void DataParallelOps::chunk_gradients_ready(std::int64_t chunk,
     throw std::logic_error("step builder: gradients of chunk " + std::to_string(chunk) +
                            " do not match its parameter units");
   }
-  if (!setting_.active) return;
+  if (!setting_.active && !setting_.expert_active) return;
   if (!setting_.overlap_grad_reduce) {
     pending_grads_[c] = grads;
     return;
   }
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    if (buckets_[b].chunk == chunk) reduce_bucket(b, grads);
+    if (buckets_[b].chunk == chunk && reduces(buckets_[b])) reduce_bucket(b, grads);
   }
 }
 
@@ -138,7 +151,9 @@ void DataParallelOps::finish_step(double stage_params) {
   for (std::size_t c = 0; c < pending_grads_.size(); ++c) {
     if (pending_grads_[c].empty()) continue;
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
-      if (buckets_[b].chunk == static_cast<std::int64_t>(c)) reduce_bucket(b, pending_grads_[c]);
+      if (buckets_[b].chunk == static_cast<std::int64_t>(c) && reduces(buckets_[b])) {
+        reduce_bucket(b, pending_grads_[c]);
+      }
     }
   }
   Deps before_step = reductions_;
@@ -152,11 +167,17 @@ void DataParallelOps::finish_step(double stage_params) {
                          *setting_.embedding_group, OpCategory::kDp, Streams::kDp, deps));
   }
   tag("optimizer");
-  const double shard = stage_params / static_cast<double>(setting_.optimizer_shards);
+  double expert_params = 0;
+  for (const Bucket& b : buckets_) expert_params += b.expert ? b.params : 0.0;
+  const double shard =
+      (stage_params - expert_params) / static_cast<double>(setting_.optimizer_shards) +
+      expert_params / static_cast<double>(setting_.expert_optimizer_shards);
   const OpIndex step = emit_.memory_bound("step", kOptimizerBytesPerParam * shard, before_step,
                                           OpCategory::kOptimizer);
-  if (setting_.active && setting_.distributed_optimizer && !setting_.overlap_param_gather) {
-    for (std::size_t p = 0; p < forward_order_.size(); ++p) gathers_[p] = gather_bucket(p, {step});
+  if (setting_.distributed_optimizer && !setting_.overlap_param_gather) {
+    for (std::size_t p = 0; p < forward_order_.size(); ++p) {
+      if (reduces(buckets_[forward_order_[p]])) gathers_[p] = gather_bucket(p, {step});
+    }
   }
 }
 

@@ -8,7 +8,9 @@
 // after the first (distributed_data_parallel.py: "data-parallel communication on these stages
 // is not on the critical path"; training.py get_model: disable_bucketing = chunk > 0).
 //
-// Gradients reduce over DP×CP with a reduce-scatter (distributed optimizer) or an all-reduce,
+// Routed-expert parameters (ParamUnit::expert) have buffers and buckets of their own, reduced
+// and gathered over the expert-DP group (Megatron's expert_parallel_buffers); their optimizer
+// shard is over expert DP. Gradients reduce over DP×CP with a reduce-scatter (distributed optimizer) or an all-reduce,
 // 4 bytes per parameter (2 with grad_reduce_dtype bf16), on stream kDp: with overlap each
 // bucket right after the last of its gradients is ready in the last micro-batch's backward,
 // otherwise after the whole backward. Tied embeddings on pp > 1 then all-reduce the embedding
@@ -40,6 +42,11 @@ struct DpSetting {
   std::int64_t optimizer_shards = 1;
   std::optional<GroupIndex> embedding_group;  // tied embeddings, pp > 1, first or last stage
   double embedding_params = 0;
+  // Routed-expert parameters (MoE) reduce and gather over expert DP, in buckets of their own.
+  bool expert_active = false;  // |EDP| > 1
+  GroupIndex expert_group = 0;
+  std::int64_t expert_group_size = 1;
+  std::int64_t expert_optimizer_shards = 1;
 };
 
 // The bucket size Megatron picks: max(40M, 1M·|DP×CP|) parameters.
@@ -48,8 +55,8 @@ double default_bucket_params(std::int64_t dp_cp_size);
 struct Bucket {
   std::int64_t chunk = 0;
   double params = 0;
-  std::size_t first_unit = 0;  // range in the chunk's units (backward order)
-  std::size_t end_unit = 0;
+  std::vector<std::size_t> units;  // indices in the chunk's units (backward order)
+  bool expert = false;             // routed-expert parameters: expert DP
 };
 
 class DataParallelOps {
@@ -67,10 +74,13 @@ class DataParallelOps {
   // The last micro-batch's backward of `chunk` has ended; `grads` match the chunk's units.
   void chunk_gradients_ready(std::int64_t chunk, const std::vector<GradReady>& grads);
   // After the schedule: deferred reductions, embedding all-reduce, optimizer, parameter gather.
+  // `stage_params`: every parameter this rank holds, routed experts included.
   void finish_step(double stage_params);
 
  private:
   void build_buckets();
+  bool reduces(const Bucket& bucket) const;
+  GroupIndex group_of(const Bucket& bucket) const;
   OpIndex reduce_bucket(std::size_t bucket, const std::vector<GradReady>& grads);
   OpIndex gather_bucket(std::size_t forward_position, const Deps& deps);
   void tag(const std::string& prefix);

@@ -14,7 +14,8 @@ TpSetting without_overlap(TpSetting tp) {
 
 LayerOps::LayerOps(OpEmitter& emit, const LayerDims& dims, const TpSetting& tp,
                    const CpSetting& cp, const RecomputePlan& recompute, const LayerMemory& memory,
-                   bool holds_output_weights)
+                   bool holds_output_weights, const std::optional<MoeSpec>& moe,
+                   const MoeSetting& moe_setting)
     : emit_(emit),
       dims_(dims),
       tp_(tp),
@@ -24,7 +25,10 @@ LayerOps::LayerOps(OpEmitter& emit, const LayerDims& dims, const TpSetting& tp,
       holds_output_weights_(holds_output_weights),
       linear_(emit, tp, dims.tp_collective_bytes()),
       output_linear_(emit, without_overlap(tp), dims.tp_collective_bytes()),
-      cp_attention_(emit, dims, cp) {}
+      cp_attention_(emit, dims, cp),
+      moe_(moe) {
+  if (moe_) moe_ops_.emplace(emit, dims, *moe_, moe_setting, linear_);
+}
 
 void LayerOps::tag(std::int64_t microbatch, std::optional<std::int64_t> layer,
                    const std::string& prefix, bool recompute) {
@@ -36,10 +40,39 @@ void LayerOps::tag(std::int64_t microbatch, std::optional<std::int64_t> layer,
   emit_.set_tag(std::move(t));
 }
 
+// With MLA (Megatron's MLASelfAttention) the first linear is the q down-projection (or the
+// whole q projection without q-LoRA); the kv down-projection and the up-projections (÷ t over
+// heads) follow as plain GEMMs on the gathered tokens.
 GemmShape LayerOps::qkv_shape() const {
+  if (const auto& m = dims_.mla) {
+    const std::int64_t q_width = dims_.heads * (m->qk_head_dim + m->qk_rope_head_dim);
+    if (m->q_lora_rank) return {dims_.tokens(), *m->q_lora_rank, dims_.hidden};
+    return {dims_.tokens(), q_width / dims_.tp, dims_.hidden};
+  }
   return {dims_.tokens(), dims_.qkv_width(), dims_.hidden};
 }
+std::vector<std::pair<std::string, GemmShape>> LayerOps::mla_shapes() const {
+  std::vector<std::pair<std::string, GemmShape>> shapes;
+  const auto& m = dims_.mla;
+  if (!m) return shapes;
+  const std::int64_t t = dims_.tokens(), heads = dims_.heads / dims_.tp;
+  if (m->q_lora_rank) {
+    shapes.push_back(
+        {"q up", {t, heads * (m->qk_head_dim + m->qk_rope_head_dim), *m->q_lora_rank}});
+  }
+  shapes.push_back({"kv down", {t, m->kv_lora_rank + m->qk_rope_head_dim, dims_.hidden}});
+  shapes.push_back({"kv up", {t, heads * (m->qk_head_dim + m->v_head_dim), m->kv_lora_rank}});
+  return shapes;
+}
+double LayerOps::attention_in_params() const {
+  double params = static_cast<double>(qkv_shape().n * qkv_shape().k);
+  for (const auto& [name, shape] : mla_shapes()) params += static_cast<double>(shape.n * shape.k);
+  return params;
+}
 GemmShape LayerOps::proj_shape() const {
+  if (const auto& m = dims_.mla) {
+    return {dims_.tokens(), dims_.hidden, dims_.heads / dims_.tp * m->v_head_dim};
+  }
   return {dims_.tokens(), dims_.hidden, dims_.attention_width()};
 }
 GemmShape LayerOps::fc1_shape() const {
@@ -123,13 +156,18 @@ Deps LayerOps::producer() const {
   return {};
 }
 
-OpIndex LayerOps::forward_ops(const Deps& deps) {
+OpIndex LayerOps::forward_ops(std::int64_t layer, const Deps& deps) {
   emit_.memory_bound("ln1 fwd", norm_forward_bytes(), deps);
   linear_.column_forward("qkv", qkv_shape());
+  for (const auto& [name, shape] : mla_shapes()) emit_.gemm(name + " fwd", shape);
   const Deps attention = core_attention_forward(producer());
   const OpIndex proj = linear_.row_forward("proj", proj_shape(), attention);
   emit_.memory_bound("residual1 fwd", residual_bytes(), {proj});
-  emit_.memory_bound("ln2 fwd", norm_forward_bytes());
+  const OpIndex ln2 = emit_.memory_bound("ln2 fwd", norm_forward_bytes());
+  if (moe_layer(layer)) {
+    const OpIndex moe = moe_ops_->forward({ln2});
+    return emit_.memory_bound("residual2 fwd", residual_bytes(), {moe});
+  }
   linear_.column_forward("fc1", fc1_shape());
   emit_.memory_bound("act fwd", activation_forward_bytes());
   const OpIndex fc2 = linear_.row_forward("fc2", fc2_shape());
@@ -138,8 +176,8 @@ OpIndex LayerOps::forward_ops(const Deps& deps) {
 
 OpIndex LayerOps::forward(std::int64_t microbatch, std::int64_t layer, const Deps& deps) {
   tag(microbatch, layer, "L" + std::to_string(layer));
-  emit_.allocate_on_next(memory_.layer_bytes);
-  return forward_ops(deps);
+  emit_.allocate_on_next(moe_layer(layer) ? memory_.moe_layer_bytes : memory_.layer_bytes);
+  return forward_ops(layer, deps);
 }
 
 OpIndex LayerOps::backward(std::int64_t microbatch, std::int64_t layer, const Deps& deps,
@@ -151,17 +189,40 @@ OpIndex LayerOps::backward(std::int64_t microbatch, std::int64_t layer, const De
     // forward, TP collectives included, right before its backward.
     tag(microbatch, layer, prefix, /*recompute=*/true);
     emit_.allocate_on_next(memory_.transient_bytes);
-    forward_ops(deps);
+    forward_ops(layer, deps);
     first.clear();
   }
   tag(microbatch, layer, prefix);
-  mlp_backward(first, grads);
-  return attention_backward(grads);
+  mlp_backward(layer, first, grads);
+  return attention_backward(layer, grads);
 }
 
-OpIndex LayerOps::mlp_backward(const Deps& deps, std::vector<GradReady>& grads) {
+OpIndex LayerOps::mlp_backward(std::int64_t layer, const Deps& deps,
+                               std::vector<GradReady>& grads) {
   const OpTag plain = emit_.tag();
-  emit_.memory_bound("residual2 bwd", residual_bytes(), deps);
+  const OpIndex residual = emit_.memory_bound("residual2 bwd", residual_bytes(), deps);
+  if (moe_layer(layer)) {
+    // Megatron's selective `mlp` recompute covers dense MLPs; MoE layers keep their activations.
+    if (recompute_.norms) {
+      OpTag again = plain;
+      again.recompute = true;
+      emit_.set_tag(again);
+      emit_.memory_bound("ln2 fwd", norm_forward_bytes());
+      emit_.set_tag(plain);
+    }
+    Deps input{residual};
+    if (recompute_.moe) {
+      OpTag again = plain;
+      again.recompute = true;
+      emit_.set_tag(again);
+      input.push_back(moe_ops_->forward({residual}));
+      emit_.set_tag(plain);
+    }
+    const OpIndex moe = moe_ops_->backward(input, grads, recompute_.moe_act && !recompute_.moe);
+    const OpIndex norm = emit_.memory_bound("ln2 bwd", norm_backward_bytes(), {moe});
+    grads.push_back({dims_.norm_params, norm});
+    return norm;
+  }
   OpTag again = plain;
   again.recompute = true;
   emit_.set_tag(again);
@@ -182,7 +243,7 @@ OpIndex LayerOps::mlp_backward(const Deps& deps, std::vector<GradReady>& grads) 
   return norm;
 }
 
-OpIndex LayerOps::attention_backward(std::vector<GradReady>& grads) {
+OpIndex LayerOps::attention_backward(std::int64_t layer, std::vector<GradReady>& grads) {
   const OpTag plain = emit_.tag();
   OpTag again = plain;
   again.recompute = true;
@@ -203,22 +264,45 @@ OpIndex LayerOps::attention_backward(std::vector<GradReady>& grads) {
     input.insert(input.end(), recomputed.begin(), recomputed.end());
     emit_.set_tag(plain);
   }
-  const Deps attention = core_attention_backward(input);
+  const auto mla = mla_shapes();
+  if (recompute_.mla_up_proj) {
+    emit_.set_tag(again);
+    for (const auto& [name, shape] : mla) {
+      if (name != "kv down") emit_.gemm(name + " fwd", shape);
+    }
+    emit_.set_tag(plain);
+  }
+  Deps attention = core_attention_backward(input);
+  for (auto it = mla.rbegin(); it != mla.rend(); ++it) {
+    const GemmShape& f = it->second;
+    emit_.gemm(it->first + " dgrad", {f.m, f.k, f.n}, attention);
+    attention = {emit_.gemm(it->first + " wgrad", {f.k, f.n, f.m})};
+  }
   const LinearBackward qkv = linear_.column_backward("qkv", qkv_shape(), attention);
   const bool full = recompute_.mode == Recompute::full;
-  emit_.free_on_next(memory_.layer_bytes + (full ? memory_.transient_bytes : 0.0));
+  emit_.free_on_next((moe_layer(layer) ? memory_.moe_layer_bytes : memory_.layer_bytes) +
+                     (full ? memory_.transient_bytes : 0.0));
   const OpIndex norm = emit_.memory_bound("ln1 bwd", norm_backward_bytes(), {qkv.grad_input});
   grads.push_back({static_cast<double>(proj_shape().n * proj_shape().k), proj.wgrad});
-  grads.push_back({static_cast<double>(qkv_shape().n * qkv_shape().k), qkv.wgrad});
+  grads.push_back({attention_in_params(), qkv.wgrad});
   grads.push_back({dims_.norm_params, norm});
   return norm;
 }
 
 std::vector<ParamUnit> LayerOps::layer_units(std::int64_t layer) const {
   const auto weights = [](const GemmShape& s) { return static_cast<double>(s.n * s.k); };
-  return {{weights(fc2_shape()), layer}, {weights(fc1_shape()), layer},
-          {dims_.norm_params, layer},    {weights(proj_shape()), layer},
-          {weights(qkv_shape()), layer}, {dims_.norm_params, layer}};
+  const std::vector<ParamUnit> attention{{weights(proj_shape()), layer},
+                                         {attention_in_params(), layer},
+                                         {dims_.norm_params, layer}};
+  std::vector<ParamUnit> units;
+  if (moe_layer(layer)) {
+    units = moe_ops_->units(layer);
+  } else {
+    units = {{weights(fc2_shape()), layer}, {weights(fc1_shape()), layer}};
+  }
+  units.push_back({dims_.norm_params, layer});
+  units.insert(units.end(), attention.begin(), attention.end());
+  return units;
 }
 
 }  // namespace wallsim::models

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "models/step/cp_attention.hpp"
+#include "models/step/moe_ops.hpp"
 #include "models/step/op_emitter.hpp"
 #include "models/step/step_context.hpp"
 #include "models/step/tp_linear.hpp"
@@ -29,6 +30,7 @@ namespace wallsim::models {
 struct LayerMemory {
   double layer_bytes = 0;      // kept per layer and micro-batch until the backward
   double transient_bytes = 0;  // full recompute: held while the layer's backward runs
+  double moe_layer_bytes = 0;  // the same for an MoE layer
   double embedding_bytes = 0;
   double output_bytes = 0;
 };
@@ -36,7 +38,8 @@ struct LayerMemory {
 class LayerOps {
  public:
   LayerOps(OpEmitter& emit, const LayerDims& dims, const TpSetting& tp, const CpSetting& cp,
-           const RecomputePlan& recompute, const LayerMemory& memory, bool holds_output_weights);
+           const RecomputePlan& recompute, const LayerMemory& memory, bool holds_output_weights,
+           const std::optional<MoeSpec>& moe = std::nullopt, const MoeSetting& moe_setting = {});
 
   // Each returns the op the next part of the program waits for; `deps` are the cross-stream
   // ops the first op waits for (a pipeline receive, a parameter all-gather).
@@ -57,18 +60,21 @@ class LayerOps {
   std::vector<ParamUnit> output_units() const;
 
  private:
-  OpIndex forward_ops(const Deps& deps);
+  OpIndex forward_ops(std::int64_t layer, const Deps& deps);
+  bool moe_layer(std::int64_t layer) const { return moe_ && moe_->is_moe_layer(layer); }
   // Each takes the ops its input comes from and returns those the next op waits for.
   Deps core_attention_forward(const Deps& producer);
   Deps core_attention_backward(const Deps& producer);
   double score_elements(const AttentionShape& call) const;
   Deps producer() const;
-  OpIndex mlp_backward(const Deps& deps, std::vector<GradReady>& grads);
-  OpIndex attention_backward(std::vector<GradReady>& grads);
+  OpIndex mlp_backward(std::int64_t layer, const Deps& deps, std::vector<GradReady>& grads);
+  OpIndex attention_backward(std::int64_t layer, std::vector<GradReady>& grads);
   void tag(std::int64_t microbatch, std::optional<std::int64_t> layer, const std::string& prefix,
            bool recompute = false);
 
   GemmShape qkv_shape() const;
+  std::vector<std::pair<std::string, GemmShape>> mla_shapes() const;  // after qkv_shape's GEMM
+  double attention_in_params() const;
   GemmShape proj_shape() const;
   GemmShape fc1_shape() const;
   GemmShape fc2_shape() const;
@@ -89,6 +95,8 @@ class LayerOps {
   TpLinear linear_;
   TpLinear output_linear_;  // Megatron's output layer is not a TE module: no userbuffer overlap
   CpAttention cp_attention_;
+  std::optional<MoeSpec> moe_;
+  std::optional<MoeOps> moe_ops_;
 };
 
 }  // namespace wallsim::models

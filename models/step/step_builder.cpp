@@ -1,9 +1,11 @@
 // build_step: which ranks are simulated, the replay groups they use, and each rank's program
 // (pipeline schedule with its layers, TP, PP and DP communication, optimizer step).
 #include <map>
+#include <set>
 #include <optional>
 
 #include "models/activation_memory.hpp"
+#include "models/expert_groups.hpp"
 #include "models/flops.hpp"
 #include "models/memory.hpp"
 #include "models/step/data_parallel_ops.hpp"
@@ -102,14 +104,35 @@ struct StepInputs {
   RecomputePlan recompute;
   MemoryReport memory;
   RealGroups tp, dp_cp, embedding, cp, cp_a2a, cp_ring;
+  RealGroups ep, etp, tp_ep, edp;  // MoE models only
   std::vector<std::optional<RankIndex>> simulated_of;
 };
 
+// The MoE grid's groups as RealGroups (empty for dense models).
+struct ExpertRealGroups {
+  RealGroups ep, etp, tp_ep, edp;
+};
+
+ExpertRealGroups expert_real_groups(const Layout& layout, const ModelSpec& model,
+                                    std::int64_t world) {
+  if (!model.moe) return {};
+  ExpertGroups g = expert_groups(layout);
+  return {real_groups(std::move(g.ep), world), real_groups(std::move(g.etp), world),
+          real_groups(std::move(g.tp_ep), world), real_groups(std::move(g.edp), world)};
+}
+
 LayerMemory layer_memory(const RunConfig& c, std::int64_t stage) {
-  const ActivationSetting s = activation_setting(c.training, c.layout.sizes.tp, c.layout.sizes.cp,
-                                                 c.layout.sequence_parallel);
+  ActivationSetting s = activation_setting(c.training, c.layout.sizes.tp, c.layout.sizes.cp,
+                                           c.layout.sequence_parallel);
+  s.ep = c.layout.expert.ep;
+  s.etp = c.layout.expert.etp;
   LayerMemory m;
   m.layer_bytes = layer_activation_bytes(c.model, s);
+  m.moe_layer_bytes = m.layer_bytes;
+  if (c.model.moe) {
+    const std::int64_t first_moe = c.model.moe->first_dense_layers;
+    m.moe_layer_bytes = layer_activation_bytes(c.model, s, first_moe);
+  }
   if (c.training.recompute == Recompute::full) {
     m.transient_bytes = layer_recompute_transient_bytes(c.model, s);
   }
@@ -140,6 +163,14 @@ std::vector<std::vector<ParamUnit>> chunk_units(const LayerOps& layers, const La
   return units;
 }
 
+double unit_parameters(const std::vector<std::vector<ParamUnit>>& chunks) {
+  double total = 0;
+  for (const auto& chunk : chunks) {
+    for (const ParamUnit& unit : chunk) total += unit.params;
+  }
+  return total;
+}
+
 TpSetting tp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank) {
   const Layout& layout = in.config.layout;
   TpSetting tp;
@@ -167,6 +198,39 @@ CpSetting cp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank)
   return cp;
 }
 
+MoeSetting moe_setting(const StepInputs& in, GroupTable& table, std::int64_t rank) {
+  const Layout& layout = in.config.layout;
+  MoeSetting moe;
+  moe.active = in.config.model.is_moe();
+  if (!moe.active) return moe;
+  moe.ep = layout.expert.ep;
+  moe.etp = layout.expert.etp;
+  moe.dispatcher = layout.expert.dispatcher;
+  const bool alltoall = moe.dispatcher == "alltoall";
+  if (alltoall) {
+    moe.ep_group = table.index(in.ep.of(rank));
+    if (moe.etp > 1) moe.etp_group = table.index(in.etp.of(rank));
+  } else {
+    const auto& members = in.tp_ep.of(rank);
+    moe.tp_ep_group = table.index(members);
+    std::set<std::int64_t> nodes;
+    for (std::int64_t r : members) nodes.insert(r / in.config.cluster.gpus_per_node);
+    moe.tp_ep_nodes = static_cast<std::int64_t>(nodes.size());
+  }
+  return moe;
+}
+
+// The group renames of MoE settings `built` → `rank` (alltoall: EP and ETP; others: ETP×EP).
+void bind_moe(const MoeSetting& built, const MoeSetting& rank, OpBinding& binding) {
+  if (!rank.active) return;
+  if (rank.dispatcher == "alltoall") {
+    binding.groups.emplace_back(built.ep_group, rank.ep_group);
+    if (rank.etp > 1) binding.groups.emplace_back(built.etp_group, rank.etp_group);
+  } else {
+    binding.groups.emplace_back(built.tp_ep_group, rank.tp_ep_group);
+  }
+}
+
 DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
                      std::int64_t stage) {
   const Layout& layout = in.config.layout;
@@ -181,6 +245,12 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
   dp.first_stage = stage == 0;
   dp.grad_bytes_per_param = static_bytes_per_param(layout, training).grads;
   dp.optimizer_shards = optimizer_shards(layout, training);
+  if (in.config.model.is_moe()) {
+    dp.expert_group_size = layout.expert.edp;
+    dp.expert_active = dp.expert_group_size > 1;
+    if (dp.expert_active) dp.expert_group = table.index(in.edp.of(rank));
+    dp.expert_optimizer_shards = training.distributed_optimizer ? layout.expert.edp : 1;
+  }
   const bool edge = stage == 0 || stage == layout.sizes.pp - 1;
   if (in.config.model.tied_embeddings && layout.sizes.pp > 1 && edge) {
     dp.embedding_group = table.index(in.embedding.of(rank));
@@ -209,19 +279,23 @@ PipelineSetting pipeline_setting(const StepInputs& in, std::int64_t rank) {
   return p;
 }
 
-// Megatron's model FLOPs for the tokens this rank processes: its stage's layers ÷ tp, plus
-// the logits on the last stage.
+// Megatron's model FLOPs for the tokens this rank processes: its stage's layers (dense or MoE
+// FFN as placed) ÷ tp, plus the logits on the last stage. (The MTP block, which the graph does
+// not run, is not counted here.)
 double rank_model_flops(const RunConfig& c, std::int64_t stage) {
   const ModelSpec& m = c.model;
   const std::int64_t tp = c.layout.sizes.tp;
   const double tokens = static_cast<double>(c.layout.num_microbatches * c.training.micro_batch) *
                         static_cast<double>(c.training.seq_len / c.layout.sizes.cp);
-  const double per_layer = attention_linear_flops_per_token(m) +
-                           attention_core_flops_per_token(m, c.training.seq_len) +
-                           mlp_flops_per_token(m);
-  const double layers =
-      static_cast<double>(c.layout.placement.stages[static_cast<std::size_t>(stage)].total());
-  double flops = tokens * layers * per_layer;
+  const double attention =
+      attention_linear_flops_per_token(m) + attention_core_flops_per_token(m, c.training.seq_len);
+  double per_token = 0;
+  for (const ChunkLayers& chunk : c.layout.placement.stages[static_cast<std::size_t>(stage)].chunks) {
+    for (std::int64_t l = chunk.first_layer; l < chunk.first_layer + chunk.count; ++l) {
+      per_token += attention + layer_mlp_flops_per_token(m, l);
+    }
+  }
+  double flops = tokens * per_token;
   if (stage == c.layout.sizes.pp - 1) flops += tokens * logits_flops_per_token(m, tp);
   return flops / static_cast<double>(tp);
 }
@@ -240,13 +314,16 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
   // Groups are registered in this order: tp, cp, dp (binding_between relies on it).
   const TpSetting tp = tp_setting(in, groups, rank);
   const CpSetting cp = cp_setting(in, groups, rank);
-  LayerOps layers(emit, in.dims, tp, cp, in.recompute, layer_memory(c, stage), output_weights);
+  const MoeSetting moe = moe_setting(in, groups, rank);
+  LayerOps layers(emit, in.dims, tp, cp, in.recompute, layer_memory(c, stage), output_weights,
+                  c.model.moe, moe);
   DataParallelOps data_parallel(emit, dp_setting(in, groups, rank, stage),
                                 chunk_units(layers, c.layout, stage));
   PipelineOps pipeline(emit, layers, data_parallel, pipeline_setting(in, rank),
                        c.layout.placement.stages[static_cast<std::size_t>(stage)]);
   pipeline.emit_schedule();
-  data_parallel.finish_step(stage_parameters(c.model, c.layout, stage).total());
+  data_parallel.finish_step(c.model.is_moe() ? unit_parameters(chunk_units(layers, c.layout, stage))
+                                             : stage_parameters(c.model, c.layout, stage).total());
   return graph;
 }
 
@@ -280,6 +357,23 @@ std::vector<std::int64_t> simulated_ranks(const Layout& layout, const RankLayout
   return chosen;
 }
 
+// The ranks each simulated rank stands for (same class), as offsets from it.
+std::vector<std::vector<int>> class_offsets(const Layout& layout, const RankLayout& ranks,
+                                            const std::vector<std::int64_t>& simulated,
+                                            Fidelity fidelity) {
+  std::vector<std::vector<int>> offsets(simulated.size(), std::vector<int>{0});
+  if (fidelity == Fidelity::kFull) return offsets;
+  std::map<std::int64_t, std::size_t> index_of_class;
+  for (std::size_t i = 0; i < simulated.size(); ++i) {
+    index_of_class[program_class(layout, ranks.coordinates(simulated[i]))] = i;
+  }
+  for (std::int64_t r = 0; r < ranks.world_size(); ++r) {
+    const std::size_t i = index_of_class.at(program_class(layout, ranks.coordinates(r)));
+    if (r != simulated[i]) offsets[i].push_back(static_cast<int>(r - simulated[i]));
+  }
+  return offsets;
+}
+
 struct StageTemplate {
   std::int64_t rank = 0;  // global rank the graph was built for
   OpGraph graph;
@@ -305,9 +399,11 @@ OpBinding binding_between(const StepInputs& in, GroupTable& groups, std::int64_t
       binding.groups.emplace_back(cp_built.ring_group, cp.ring_group);
     }
   }
+  bind_moe(moe_setting(in, groups, built), moe_setting(in, groups, rank), binding);
   const DpSetting dp_built = dp_setting(in, groups, built, stage);
   const DpSetting dp = dp_setting(in, groups, rank, stage);
   if (dp.active) binding.groups.emplace_back(dp_built.group, dp.group);
+  if (dp.expert_active) binding.groups.emplace_back(dp_built.expert_group, dp.expert_group);
   if (dp.embedding_group)
     binding.groups.emplace_back(*dp_built.embedding_group, *dp.embedding_group);
   const PipelineSetting p_built = pipeline_setting(in, built);
@@ -340,7 +436,16 @@ StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fi
       real_groups(ranks.groups({Axis::cp}), world),
       real_groups(cp_subgroups(ranks.groups({Axis::cp}), config.layout.cp.a2a, false), world),
       real_groups(cp_subgroups(ranks.groups({Axis::cp}), config.layout.cp.a2a, true), world),
+      {},
+      {},
+      {},
+      {},
       std::vector<std::optional<RankIndex>>(static_cast<std::size_t>(world))};
+  ExpertRealGroups experts = expert_real_groups(config.layout, config.model, world);
+  in.ep = std::move(experts.ep);
+  in.etp = std::move(experts.etp);
+  in.tp_ep = std::move(experts.tp_ep);
+  in.edp = std::move(experts.edp);
   StepProgram program;
   program.global_rank = simulated_ranks(config.layout, ranks, fidelity);
   for (std::size_t i = 0; i < program.global_rank.size(); ++i) {
@@ -371,6 +476,7 @@ StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fi
   }
   groups.move_into(program);
   program.payloads = payloads.release();
+  program.class_offsets = class_offsets(config.layout, ranks, program.global_rank, fidelity);
   return program;
 }
 

@@ -14,7 +14,13 @@ double LayerDims::sharded_hidden_elements() const {
 
 // One causal call over the rank's s' queries and keys (context parallelism splits the work
 // differently: cp_attention.hpp).
+// MLA attends with Q·K over d_qk + d_r and P·V over d_v per head, every head its own K and V:
+// one call of head_dim (d_qk + d_r + d_v)/2 has the same FLOPs.
 std::vector<AttentionShape> LayerDims::attention_calls() const {
+  if (mla) {
+    const std::int64_t d = (mla->qk_head_dim + mla->qk_rope_head_dim + mla->v_head_dim) / 2;
+    return {{batch, heads / tp, heads / tp, seq, seq, d, /*causal=*/true}};
+  }
   return {{batch, heads / tp, kv_heads / tp, seq, seq, head_dim, /*causal=*/true}};
 }
 
@@ -39,6 +45,7 @@ LayerDims layer_dims(const RunConfig& config) {
   d.dropout = m.hidden_dropout > 0;
   d.attention_dropout = m.attention_dropout > 0;
   d.flash_attention = config.training.flash_attention;
+  d.mla = m.mla;
   return d;
 }
 
@@ -49,6 +56,9 @@ RecomputePlan recompute_plan(const TrainingSpec& training) {
     plan.core_attention = training.recomputes("core_attn");
     plan.mlp = training.recomputes("mlp");
     plan.norms = training.recomputes("layernorm");
+    plan.moe = training.recomputes("moe");
+    plan.moe_act = training.recomputes("moe_act");
+    plan.mla_up_proj = training.recomputes("mla_up_proj");
   }
   return plan;
 }

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "models/model_spec.hpp"
 #include "models/run_config.hpp"
 #include "sim/graph/op.hpp"
 #include "sim/hw/kernel_flops.hpp"
@@ -29,6 +31,7 @@ struct LayerDims {
   bool sequence_parallel = false;
   bool dropout = false;
   bool attention_dropout = false;
+  std::optional<MlaSpec> mla;    // multi-head latent attention instead of Q, K, V projections
   bool flash_attention = true;  // false: Megatron's unfused core attention (two batched GEMMs,
                                 // a fused scale-mask-softmax and dropout over the s² scores)
 
@@ -61,12 +64,16 @@ struct RecomputePlan {
   bool core_attention = false;  // selective: core_attn
   bool mlp = false;             // selective: mlp
   bool norms = false;           // selective: layernorm
+  bool moe = false;             // selective: moe (the whole MoE layer, exchanges included)
+  bool moe_act = false;         // selective: moe_act (the experts' activation)
+  bool mla_up_proj = false;     // selective: mla_up_proj (MLA's up-projections)
 };
 
 // Parameters of one tensor, or of a fused group, whose gradient becomes ready at one op.
 struct ParamUnit {
   double params = 0;        // per GPU
   std::int64_t module = 0;  // layer index; kEmbeddingModule / kOutputModule otherwise
+  bool expert = false;      // routed-expert weights: reduced over expert DP
 };
 inline constexpr std::int64_t kEmbeddingModule = -1;
 inline constexpr std::int64_t kOutputModule = -2;

@@ -28,6 +28,7 @@ struct Streams {
   static constexpr StreamIndex kPpRecvForward = 5;
   static constexpr StreamIndex kPpRecvBackward = 6;
   static constexpr StreamIndex kCp = 7;
+  static constexpr StreamIndex kEp = 8;
 };
 
 struct CommPayload {
@@ -44,6 +45,9 @@ struct StepProgram {
   std::vector<CommPayload> payloads;           // Op::payload indexes this
   std::vector<double> model_flops;             // per simulated rank, one step, no recompute
   std::vector<double> hardware_flops;          // the same with recompute
+  // Per simulated rank: the other ranks of its class as offsets from its global rank (0 first;
+  // just {0} in full fidelity). The network charges a collective's copies on them.
+  std::vector<std::vector<int>> class_offsets;
 };
 
 enum class Fidelity { kFull, kSymmetric };

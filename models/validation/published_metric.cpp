@@ -13,13 +13,14 @@
 namespace wallsim::models {
 namespace {
 
-constexpr std::array<std::pair<Comparable, const char*>, 7> kComparableNames = {{
+constexpr std::array<std::pair<Comparable, const char*>, 8> kComparableNames = {{
     {Comparable::iteration_time_s, "iteration_time_s"},
     {Comparable::narayanan_eq3_tflops_per_gpu, "narayanan_eq3_tflops_per_gpu"},
     {Comparable::korthikanti_model_tflops_per_gpu, "korthikanti_model_tflops_per_gpu"},
     {Comparable::korthikanti_mfu_pct, "korthikanti_mfu_pct"},
     {Comparable::nemo_model_tflops_per_gpu, "nemo_model_tflops_per_gpu"},
     {Comparable::megatron_model_tflops_per_gpu, "megatron_model_tflops_per_gpu"},
+    {Comparable::causal_model_tflops_per_gpu, "causal_model_tflops_per_gpu"},
     {Comparable::tokens_per_s_per_gpu, "tokens_per_s_per_gpu"},
 }};
 
@@ -207,6 +208,10 @@ double predicted_metric(const PublishedRun& row, const RunConfig& config, double
     case Comparable::megatron_model_tflops_per_gpu:
       return noncausal_model_flops(m, config.training.seq_len, config.training.global_batch,
                                    config.layout.sizes.tp) /
+             gpu_seconds / 1e12;
+    case Comparable::causal_model_tflops_per_gpu:
+      return iteration_flops(m, config.training, config.layout.sizes.tp, config.num_gpus)
+                 .model_per_iteration /
              gpu_seconds / 1e12;
     case Comparable::tokens_per_s_per_gpu:
       return batch * seq / gpu_seconds;

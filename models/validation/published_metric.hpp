@@ -18,6 +18,9 @@
 //                                   (non-causal) s² attention, GQA and SwiGLU aware, no recompute
 //   megatron_model_tflops_per_gpu   Megatron-LM r0.8.0's num_floating_point_operations (2024):
 //                                   the same non-causal count, padded vocabulary
+//   causal_model_tflops_per_gpu     Megatron-Core's current num_floating_point_operations (causal
+//                                   attention halved; MoE, MLA and MTP terms), the model FLOPs
+//                                   `wallsim flops` prints; NeMo/Megatron-Bridge count the same
 //   tokens_per_s_per_gpu            B·s / (t · GPUs)
 //
 // B = global batch, s = sequence length, l = layers, h = hidden, V = vocabulary.
@@ -41,6 +44,7 @@ enum class Comparable {
   korthikanti_mfu_pct,
   nemo_model_tflops_per_gpu,
   megatron_model_tflops_per_gpu,
+  causal_model_tflops_per_gpu,
   tokens_per_s_per_gpu,
 };
 

@@ -42,6 +42,9 @@ std::string layout_label(const RunConfig& config) {
   label += " pp" + std::to_string(l.sizes.pp);
   if (l.vpp > 1) label += " vpp" + std::to_string(l.vpp);
   label += " dp" + std::to_string(l.sizes.dp);
+  if (config.model.moe) {
+    label += " ep" + std::to_string(l.expert.ep) + " etp" + std::to_string(l.expert.etp);
+  }
   label += " mbs" + std::to_string(config.training.micro_batch);
   label += " gbs" + std::to_string(config.training.global_batch);
   return label;

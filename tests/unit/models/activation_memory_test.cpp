@@ -118,3 +118,106 @@ TEST_CASE("the output layer keeps fp32 logits over the padded vocabulary",
   CHECK(embedding_activation_bytes(kGpt3, setting(8, true, Recompute::none)) ==
         Approx(8 * s * b + sbh / t));
 }
+
+namespace {
+
+ActivationSetting flash_setting(std::int64_t seq_len, std::int64_t tp, bool sp) {
+  ActivationSetting x;
+  x.seq_len = seq_len;
+  x.tp = tp;
+  x.sequence_parallel = sp;
+  return x;
+}
+
+// Mixtral 8x7B with its dense FFN as wide as k routed experts together (k·f_e = 2·14336).
+ModelSpec mixtral_dense_equivalent() {
+  ModelSpec m = mixtral_8x7b();
+  m.moe.reset();
+  m.ffn_hidden = 2 * 14336;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("an MoE layer keeps the dense MLP of width k·f_e plus router, combine and FC1 rows",
+          "[models][activations][moe]") {
+  // Uniform routing, t = t_e = 1: the k·T expert rows keep act input 2·(2f_e) and FC2 input
+  // 2f_e each, i.e. a dense SwiGLU MLP of width k·f_e; on top, per token, the router's 6E bytes
+  // (bf16 logits, fp32 scores), the combine's k copies of the output with their probs k·(2h + 4)
+  // and the experts' FC1 inputs k·2h (a dense MLP shares its FC1 input with the norm output).
+  const double T = 4096, h = 4096, E = 8, k = 2;
+  const ActivationSetting s = flash_setting(4096, 1, false);
+  const double extra = T * (6 * E + k * (2 * h + 4) + k * 2 * h);
+  CHECK(layer_activation_bytes(mixtral_8x7b(), s, 0) ==
+        Approx(layer_activation_bytes(mixtral_dense_equivalent(), s) + extra).epsilon(1e-12));
+  // Hand total per token: attention 4h + (2·4096 + 4·1024 + 2·4096) = 36,864; MoE 4h + 6E = 16,432;
+  // combine 2·8196 = 16,392; experts 2·(2h + 6·14336) = 188,416 -> 258,104 bytes per token.
+  CHECK(layer_activation_bytes(mixtral_8x7b(), s, 0) == T * 258104);
+}
+
+TEST_CASE("with SP and t_e = t the expert activations shard like a TP MLP",
+          "[models][activations][moe]") {
+  // t = t_e = 4 with SP: each GPU routes T/t tokens; the ETP group gathers t_e·k·T/t = k·T rows of
+  // width f_e/t. The router and combine terms divide by t, the experts' FC1 input k·T·2h does not.
+  const double T = 4096, h = 4096, E = 8, k = 2, t = 4;
+  ActivationSetting s = flash_setting(4096, 4, true);
+  s.etp = 4;
+  const double extra = T / t * (6 * E + k * (2 * h + 4)) + k * T * 2 * h;
+  CHECK(layer_activation_bytes(mixtral_8x7b(), s, 0) ==
+        Approx(layer_activation_bytes(mixtral_dense_equivalent(), s) + extra).epsilon(1e-12));
+}
+
+TEST_CASE("a capacity factor pads every expert to C = ceil(T·k/E·cf) rows",
+          "[models][activations][moe]") {
+  // s = 10 tokens, k = 2, E = 8, cf = 1: C = ceil(20/8) = 3, so 8·3 = 24 rows instead of 20.
+  // Each row keeps combine 2h + 4 and expert FC1 input 2h, act input 4f_e, FC2 input 2f_e.
+  const double h = 4096, f = 14336;
+  const ActivationSetting s = flash_setting(10, 1, false);
+  const double dropless = layer_activation_bytes(mixtral_8x7b(), s, 0);
+  ModelSpec padded = mixtral_8x7b();
+  padded.moe->capacity_factor = 1.0;
+  CHECK(layer_activation_bytes(padded, s, 0) - dropless ==
+        Approx(4 * ((2 * h + 4) + (2 * h + 6 * f))).epsilon(1e-12));
+}
+
+TEST_CASE("router imbalance loads the busiest EP rank's experts", "[models][activations][moe]") {
+  // ep = 2, loads 3,1,1,1 | 1,1,1,1: rank 0 gets 6/10 of the rows, 1.2× an even split.
+  const double T = 4096, h = 4096, f = 14336, k = 2;
+  ActivationSetting s = flash_setting(4096, 1, false);
+  s.ep = 2;
+  const double uniform = layer_activation_bytes(mixtral_8x7b(), s, 0);
+  ModelSpec skewed = mixtral_8x7b();
+  skewed.moe->imbalance.kind = RouterImbalance::Kind::loads;
+  skewed.moe->imbalance.loads = {3, 1, 1, 1, 1, 1, 1, 1};
+  CHECK(layer_activation_bytes(skewed, s, 0) - uniform ==
+        Approx(0.2 * k * T * (2 * h + 6 * f)).epsilon(1e-12));
+}
+
+TEST_CASE("dense layers of an MoE model and dense models are unchanged",
+          "[models][activations][moe]") {
+  const ActivationSetting s = flash_setting(4096, 8, true);
+  ModelSpec v3 = deepseek_v3();
+  CHECK(layer_activation_bytes(v3, s, 0) == layer_activation_bytes(v3, s));
+  CHECK(layer_activation_bytes(v3, s, 3) > layer_activation_bytes(v3, s, 2));
+  CHECK(layer_activation_bytes(kGpt3, s, 5) == layer_activation_bytes(kGpt3, s));
+}
+
+TEST_CASE("MLA keeps its latents with the norm tensors and Q, K, V per head",
+          "[models][activations][mla]") {
+  // h = 4, n = 2, r_q = 3, r_kv = 2, d_qk = 2, d_r = 1, d_v = 2, f = 8 GeLU, no dropout, s = 10:
+  // replicated 2h + 2h (norm and down-projection inputs) + 2·3 + 2·3 (q latent, its norm output)
+  //   + 2·(2 + 1) (kv latent, RoPE key) + 2·2 (kv norm output) = 38;
+  // sharded Q 2·6 + K 2·6 + V 2·4 + projection input 2·4 = 40; MLP 4h + 2·8 + 2·8 = 48.
+  ModelSpec m = gpt_model(1, 4, 2, 100);
+  m.hidden_dropout = 0;
+  m.attention_dropout = 0;
+  m.ffn_hidden = 8;
+  MlaSpec mla;
+  mla.q_lora_rank = 3;
+  mla.kv_lora_rank = 2;
+  mla.qk_head_dim = 2;
+  mla.qk_rope_head_dim = 1;
+  mla.v_head_dim = 2;
+  m.mla = mla;
+  CHECK(layer_activation_bytes(m, flash_setting(10, 1, false)) == 10 * (38 + 40 + 48));
+}

@@ -108,3 +108,87 @@ TEST_CASE("per-token and per-GPU figures divide the iteration count", "[models][
   CHECK(r.model_per_token == Approx(r.model_per_iteration / r.tokens));
   CHECK(r.model_per_gpu == Approx(r.model_per_iteration / 1024));
 }
+
+namespace {
+
+// tiny(gelu) with an MoE FFN: E = 4 experts of f_e = 3, top-2, shared experts f_s = 5.
+ModelSpec tiny_moe() {
+  ModelSpec m = tiny(Activation::gelu);
+  MoeSpec moe;
+  moe.experts = 4;
+  moe.topk = 2;
+  moe.ffn_hidden = 3;
+  moe.shared_ffn_hidden = 5;
+  m.moe = moe;
+  return m;
+}
+
+// tiny(gelu) with MLA: r_q = 3, r_kv = 2, d_qk = 2, d_r = 1, d_v = 2 on h = 4, n = 2.
+ModelSpec tiny_mla(bool q_lora) {
+  ModelSpec m = tiny(Activation::gelu);
+  MlaSpec mla;
+  if (q_lora) mla.q_lora_rank = 3;
+  mla.kv_lora_rank = 2;
+  mla.qk_head_dim = 2;
+  mla.qk_rope_head_dim = 1;
+  mla.v_head_dim = 2;
+  m.mla = mla;
+  m.kv_heads = 2;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("an MoE FFN costs k routed experts plus the shared experts, no router GEMM",
+          "[models][flops][moe]") {
+  // 6·h·(φ·f_e·k + φ·f_s) = 6·4·(2·3·2 + 2·5) = 24·22 = 528 (megatron_formulas.md §4).
+  const ModelSpec m = tiny_moe();
+  CHECK(moe_mlp_flops_per_token(m) == 528.0);
+  CHECK(routed_experts_flops_per_token(m) == 288.0);  // 24·12
+  CHECK(layer_mlp_flops_per_token(m, 0) == 528.0);
+  ModelSpec dense_first = m;
+  dense_first.layers = 2;
+  dense_first.moe->first_dense_layers = 1;
+  CHECK(layer_mlp_flops_per_token(dense_first, 0) == mlp_flops_per_token(m));  // 6·4·2·8 = 384
+  CHECK(mlp_flops_per_token(m) == 384.0);
+}
+
+TEST_CASE("MLA attention linear FLOPs follow Megatron's latent projections",
+          "[models][flops][mla]") {
+  // With q-LoRA: Q = r_q·(h + n·(d_qk + d_r) + 1) = 3·(4 + 6 + 1) = 33,
+  // KV = r_kv·(h + n·(d_qk + d_v) + 1) + h·d_r = 2·(4 + 8 + 1) + 4 = 30, O = n·d_v·h = 16:
+  // 6·79 = 474. Without: Q = h·n·(d_qk + d_r) = 24, so 6·70 = 420.
+  CHECK(attention_linear_flops_per_token(tiny_mla(true)) == 474.0);
+  CHECK(attention_linear_flops_per_token(tiny_mla(false)) == 420.0);
+  // Core: 6·[n·(d_qk + d_r)/2 + n·d_v/2]·s = 6·(3 + 2)·10 = 300 causal, 600 without the mask.
+  CHECK(attention_core_flops_per_token(tiny_mla(true), 10) == 300.0);
+  CHECK(attention_core_flops_per_token(tiny_mla(true), 10, false) == 600.0);
+}
+
+TEST_CASE("DeepSeek-V3 FLOPs: Megatron's formula with MoE, MLA and one MTP layer",
+          "[models][flops][moe]") {
+  // megatron_formulas.md §4 with L_d = 3, L_m = 58, M = M_m = 1 (the last layer is MoE), SwiGLU
+  // φ = 3, V = 129280 (a multiple of 128), s = 4096, B = 1:
+  //   F/T = 6h·(3·f·3 + 3·(f_e·k + f_s)·59) + A_lin·62 + 6·(3h + 2h²) + 6hV·2 + s·A_core·62
+  const double h = 7168, n = 128, s = 4096;
+  const double mlp = 6 * h * (3 * 18432 * 3 + 3 * (2048 * 8 + 2048) * 59);
+  const double a_lin =
+      6 * (1536 * (h + n * 192 + 1) + 512 * (h + n * 256 + 1) + h * 64 + n * 128 * h);
+  const double a_core = 6 * (n * 192 / 2 + n * 128 / 2);
+  const double per_token =
+      mlp + a_lin * 62 + 6 * (3 * h + 2 * h * h) + 6 * h * 129280 * 2 + s * a_core * 62;
+  const FlopsBreakdown f = model_flops_breakdown(deepseek_v3(), 4096, 1, 1);
+  CHECK(rel(f.total(), s * per_token) < 1e-12);
+  CHECK(rel(f.routed_experts, s * 6 * h * 3 * 2048 * 8 * 59) < 1e-12);
+  // ≈ 2.60e11 FLOPs per token: about 6·37B active parameters plus attention over 4k tokens.
+  CHECK(f.total() / s == Approx(2.59993e11).epsilon(1e-5));
+}
+
+TEST_CASE("Mixtral 8x7B FLOPs: 2 of 8 experts per token in every layer", "[models][flops][moe]") {
+  // F/T = L·(A_lin + 6h·3·f_e·k) + 6hV + s·6nd·L, GQA A_lin = 6·(h·(nd + 2gd) + ndh).
+  const double h = 4096, s = 4096, L = 32;
+  const double a_lin = 6 * (h * (4096 + 2 * 1024) + 4096 * h);
+  const double per_token = L * (a_lin + 6 * h * 3 * 14336 * 2) + 6 * h * 32000 + s * 6 * 4096 * L;
+  CHECK(rel(model_flops_per_iteration(mixtral_8x7b(), 4096, 1, 1), s * per_token) < 1e-12);
+  CHECK(per_token == Approx(7.970646e10).epsilon(1e-6));  // ≈ 6·12.9B active + attention
+}

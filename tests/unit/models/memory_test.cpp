@@ -157,3 +157,65 @@ TEST_CASE("interleaving keeps more micro-batches on the first stage", "[models][
   CHECK(report.stages[0].activations ==
         Approx(92 * per_layer + 8 * embedding_activation_bytes(m, setting)));
 }
+
+namespace {
+
+// 8 GPUs, tp 2, dp 4; the expert grid folded as etp 1 × ep 4 × edp 2.
+Layout moe_layout(const ModelSpec& m, const TrainingSpec& t, std::int64_t pp = 1) {
+  Layout layout = layout_for(m, 2, 1, pp, 8 * pp, t);
+  layout.expert = ExpertLayout{1, 4, 2};
+  return layout;
+}
+
+}  // namespace
+
+TEST_CASE("MoE static bytes equal Megatron's estimate with pp = 1 (experts ÷ etp·ep, Adam ÷ edp)",
+          "[models][memory][moe]") {
+  // megatron_formulas.md §2: (N_tp + N_rep)·β(D) + N_exp·β(D_e), β(X) = 6 + 12/X or 18. With
+  // pp = 1 the MTP layer and the final norm sit on the one stage in both accountings.
+  for (bool distributed : {false, true}) {
+    TrainingSpec t = training(4096, 1, 64);
+    t.distributed_optimizer = distributed;
+    for (const ModelSpec& m : {mixtral_8x7b(), deepseek_v3()}) {
+      const Layout layout = moe_layout(m, t);
+      const StageMemory s = memory_report(m, layout, t, kHbm).stages[0];
+      CHECK(s.weights + s.grads + s.optimizer ==
+            Approx(megatron_weight_and_optimizer_bytes(m, layout, t)).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("routed experts are sharded over etp·ep, their optimizer state over edp",
+          "[models][memory][moe]") {
+  // Mixtral on tp 2, etp 1, ep 4: each GPU holds 8/4 = 2 experts of every layer whole:
+  // 32·2·3h·14336 expert parameters; the rest ÷ tp as for a dense model.
+  TrainingSpec t = training(4096, 1, 64);
+  t.distributed_optimizer = true;
+  const ModelSpec m = mixtral_8x7b();
+  const Layout layout = moe_layout(m, t);
+  const StageParameters p = stage_parameters(m, layout, 0);
+  CHECK(p.expert_sharded == 32.0 * 2 * 3 * 4096 * 14336);
+  // Optimizer: 12 bytes over dp·cp = 4 for the dense part, over edp = 2 for the experts.
+  const StageMemory s = memory_report(m, layout, t, kHbm).stages[0];
+  CHECK(s.optimizer ==
+        Approx(3.0 * (p.tp_sharded + p.replicated) + 6.0 * p.expert_sharded).epsilon(1e-12));
+  CHECK(expert_optimizer_shards(layout, t) == 2);
+}
+
+TEST_CASE("a stage's activations sum the real bytes of the layers it holds",
+          "[models][memory][moe]") {
+  // 4 layers, the first 2 dense, pp 2: stage 0 holds two dense layers and keeps 2 micro-batches
+  // (1F1B), stage 1 two MoE layers and the output layer for 1 micro-batch.
+  TrainingSpec t = training(4096, 1, 16);
+  ModelSpec m = mixtral_8x7b();
+  m.layers = 4;
+  m.moe->first_dense_layers = 2;
+  const Layout layout = layout_for(m, 2, 1, 2, 4, t);
+  const ActivationSetting s = activation_setting(t, 2, 1, true);
+  const MemoryReport r = memory_report(m, layout, t, kHbm);
+  CHECK(r.stages[0].activations ==
+        Approx(2 * (2 * layer_activation_bytes(m, s, 0) + embedding_activation_bytes(m, s)))
+            .epsilon(1e-12));
+  CHECK(r.stages[1].activations ==
+        Approx(2 * layer_activation_bytes(m, s, 2) + output_activation_bytes(m, s)).epsilon(1e-12));
+}

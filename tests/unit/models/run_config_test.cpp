@@ -74,7 +74,7 @@ TEST_CASE("errors name the file a value came from", "[models][config]") {
   CHECK_THROWS_WITH(load_run_config(kExample, {"parallel.cp_comm_type=a2a+p2p"}),
                     Contains("parallel.cp_comm_type") && Contains("hierarchical_cp"));
   CHECK_THROWS_WITH(load_run_config(kExample, {"model.moe={\"experts\":8}"}),
-                    Contains("moe") && Contains("not supported yet"));
+                    Contains("llama3-8b.json (with --set): moe.topk"));
   json doc = example_json();
   doc["model"] = "../models/no-such-model.json";
   CHECK_THROWS_WITH(run_config_from_json(doc, kExample),

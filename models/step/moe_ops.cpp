@@ -1,0 +1,243 @@
+#include "models/step/moe_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+namespace wallsim::models {
+namespace {
+
+constexpr double kBf16Bytes = 2.0;
+
+double d(std::int64_t v) {
+  return static_cast<double>(v);
+}
+
+}  // namespace
+
+std::vector<double> expert_loads(const RouterImbalance& imbalance, std::int64_t experts) {
+  std::vector<double> loads(static_cast<std::size_t>(experts), 1.0);
+  if (imbalance.kind == RouterImbalance::Kind::skew) {
+    for (std::int64_t i = 0; i < experts; ++i) {
+      loads[static_cast<std::size_t>(i)] = std::pow(d(i + 1), -imbalance.skew);
+    }
+  } else if (imbalance.kind == RouterImbalance::Kind::loads) {
+    loads = imbalance.loads;
+  }
+  const double total = std::accumulate(loads.begin(), loads.end(), 0.0);
+  for (double& l : loads) l /= total;
+  return loads;
+}
+
+MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep) {
+  MoeLoad load;
+  load.tokens = tokens;
+  const double routed = tokens * d(moe.topk);  // rows this rank routes
+  const std::vector<double> loads = expert_loads(moe.imbalance, moe.experts);
+  const std::int64_t local = moe.experts / ep;
+  // Rows reaching each expert from the whole EP group (ep source ranks of T tokens each).
+  std::vector<double> expert_rows(loads.size());
+  double cap = 0;
+  if (moe.capacity_factor) {
+    load.capacity = std::ceil(routed / d(moe.experts) * *moe.capacity_factor);
+    cap = d(ep) * load.capacity;
+  }
+  double kept = 0;
+  for (std::size_t i = 0; i < loads.size(); ++i) {
+    expert_rows[i] = d(ep) * routed * loads[i];
+    kept += cap > 0 ? std::min(expert_rows[i], cap) : expert_rows[i];
+  }
+  load.dropped_fraction = 1.0 - kept / (d(ep) * routed);
+  double busiest = 0;
+  for (std::int64_t r = 0; r < ep; ++r) {
+    double share = 0, rows = 0;
+    for (std::int64_t e = r * local; e < (r + 1) * local; ++e) {
+      share += loads[static_cast<std::size_t>(e)];
+      // Padded buffers: with a capacity every expert computes exactly ep·C rows.
+      rows += cap > 0 ? cap : expert_rows[static_cast<std::size_t>(e)];
+    }
+    if (share > load.busiest_share) load.busiest_share = share;
+    busiest = std::max(busiest, rows);
+  }
+  load.received_rows = busiest;
+  load.sent_rows = cap > 0 ? d(moe.experts) * load.capacity : routed;
+  return load;
+}
+
+MoeOps::MoeOps(OpEmitter& emit, const LayerDims& dims, const MoeSpec& moe,
+               const MoeSetting& setting, TpLinear& shared_linear)
+    : emit_(emit), dims_(dims), moe_(moe), setting_(setting), shared_(shared_linear) {
+  const double tokens =
+      d(dims.tokens()) / (dims.sequence_parallel ? d(dims.tp) : 1.0);
+  load_ = moe_load(moe, tokens, setting.ep);
+  local_experts_ = moe.experts / setting.ep;
+  // The allgather dispatcher hands a rank every token of the ETP×EP group for its experts:
+  // T·etp·ep·k·(local share) rows, the same count as all-to-all plus the ETP gather.
+  expert_rows_ = load_.received_rows * d(setting.etp) / d(local_experts_);
+}
+
+double MoeOps::row_bytes() const {
+  return kBf16Bytes * d(dims_.hidden);
+}
+
+GemmShape MoeOps::router() const {
+  return {static_cast<std::int64_t>(load_.tokens), moe_.experts, dims_.hidden};
+}
+
+GemmShape MoeOps::expert_fc1() const {
+  const std::int64_t width = (dims_.gated ? 2 : 1) * moe_.ffn_hidden / setting_.etp;
+  return {std::max<std::int64_t>(1, std::llround(expert_rows_)), width, dims_.hidden,
+          local_experts_};
+}
+
+GemmShape MoeOps::expert_fc2() const {
+  return {std::max<std::int64_t>(1, std::llround(expert_rows_)), dims_.hidden,
+          moe_.ffn_hidden / setting_.etp, local_experts_};
+}
+
+OpIndex MoeOps::exchange(const std::string& name, CollectiveOp op, double bytes,
+                         GroupIndex group, const Deps& deps) {
+  return emit_.collective(name, op, bytes, group, OpCategory::kEp, Streams::kEp, deps);
+}
+
+// Tokens out to the experts: the dispatcher's exchange, then the ETP gather.
+Deps MoeOps::dispatch(const std::string& pass, const Deps& deps) {
+  if (setting_.dispatcher == "allgather") {
+    const double gathered = load_.tokens * d(setting_.etp * setting_.ep) * row_bytes();
+    return {exchange("moe dispatch ag " + pass, CollectiveOp::kAllGather, gathered,
+                     setting_.tp_ep_group, deps)};
+  }
+  if (setting_.dispatcher == "flex") {
+    const double flex_rows =
+        load_.tokens * d(std::min<std::int64_t>(moe_.topk, setting_.tp_ep_nodes));
+    return {exchange("moe dispatch " + pass, CollectiveOp::kAllToAll, flex_rows * row_bytes(),
+                     setting_.tp_ep_group, deps)};
+  }
+  // An uneven all-to-all is paced by the rank receiving the most rows.
+  const double rows = std::max(load_.sent_rows, load_.received_rows);
+  Deps out{exchange("moe dispatch " + pass, CollectiveOp::kAllToAll, rows * row_bytes(),
+                    setting_.ep_group, deps)};
+  if (setting_.etp > 1) {
+    out = {exchange("moe etp ag " + pass, CollectiveOp::kAllGather,
+                    d(setting_.etp) * load_.received_rows * row_bytes(),
+                    setting_.etp_group, out)};
+  }
+  return out;
+}
+
+// Expert outputs back: the ETP reduce-scatter, then the dispatcher's exchange.
+Deps MoeOps::combine(const std::string& pass, const Deps& deps) {
+  if (setting_.dispatcher == "allgather") {
+    const double gathered = load_.tokens * d(setting_.etp * setting_.ep) * row_bytes();
+    return {exchange("moe combine rs " + pass, CollectiveOp::kReduceScatter, gathered,
+                     setting_.tp_ep_group, deps)};
+  }
+  if (setting_.dispatcher == "flex") {
+    const double flex_rows =
+        load_.tokens * d(std::min<std::int64_t>(moe_.topk, setting_.tp_ep_nodes));
+    return {exchange("moe combine " + pass, CollectiveOp::kAllToAll, flex_rows * row_bytes(),
+                     setting_.tp_ep_group, deps)};
+  }
+  Deps in = deps;
+  if (setting_.etp > 1) {
+    in = {exchange("moe etp rs " + pass, CollectiveOp::kReduceScatter,
+                   d(setting_.etp) * load_.received_rows * row_bytes(),
+                   setting_.etp_group, deps)};
+  }
+  const double rows = std::max(load_.sent_rows, load_.received_rows);
+  return {exchange("moe combine " + pass, CollectiveOp::kAllToAll, rows * row_bytes(),
+                   setting_.ep_group, in)};
+}
+
+OpIndex MoeOps::forward(const Deps& deps) {
+  const double t = load_.tokens, routed = load_.sent_rows;
+  emit_.gemm("router fwd", router(), deps);
+  // Softmax/sigmoid and top-k over the [T, E] logits (read, write fp32).
+  emit_.memory_bound("router topk fwd", 8.0 * t * d(moe_.experts));
+  // Permute: read each token, write one copy per chosen expert.
+  const OpIndex permuted = emit_.memory_bound("permute fwd", (t + routed) * row_bytes());
+  const Deps sent = dispatch("fwd", {permuted});
+  const bool shared = moe_.shared_ffn_hidden > 0;
+  const GemmShape shared_fc1{dims_.tokens(), (dims_.gated ? 2 : 1) * moe_.shared_ffn_hidden / dims_.tp,
+                             dims_.hidden};
+  const GemmShape shared_fc2{dims_.tokens(), dims_.hidden, moe_.shared_ffn_hidden / dims_.tp};
+  if (shared) {
+    shared_.column_forward("shared fc1", shared_fc1);
+    emit_.memory_bound("shared act fwd",
+                       (dims_.gated ? 6.0 : 4.0) * d(dims_.tokens()) * d(shared_fc2.k));
+  }
+  emit_.gemm("experts fc1 fwd", expert_fc1(), sent);
+  const double expert_elements = expert_rows_ * d(local_experts_) * d(expert_fc2().k);
+  emit_.memory_bound("experts act fwd", (dims_.gated ? 6.0 : 4.0) * expert_elements);
+  const OpIndex fc2 = emit_.gemm("experts fc2 fwd", expert_fc2());
+  const Deps back = combine("fwd", {fc2});
+  Deps after = back;
+  if (shared) after.push_back(shared_.row_forward("shared fc2", shared_fc2));
+  return emit_.memory_bound("unpermute fwd", (routed + t) * row_bytes(), after);
+}
+
+OpIndex MoeOps::backward(const Deps& deps, std::vector<GradReady>& grads,
+                         bool recompute_activation) {
+  const double t = load_.tokens, routed = load_.sent_rows;
+  const OpIndex unpermuted = emit_.memory_bound("unpermute bwd", (routed + t) * row_bytes(), deps);
+  const Deps back = combine("bwd", {unpermuted});
+  const bool shared = moe_.shared_ffn_hidden > 0;
+  const GemmShape shared_fc1{dims_.tokens(), (dims_.gated ? 2 : 1) * moe_.shared_ffn_hidden / dims_.tp,
+                             dims_.hidden};
+  const GemmShape shared_fc2{dims_.tokens(), dims_.hidden, moe_.shared_ffn_hidden / dims_.tp};
+  std::optional<LinearBackward> shared_fc2_bwd;
+  if (shared) shared_fc2_bwd = shared_.row_backward("shared fc2", shared_fc2);
+  const auto wgrad = [](const GemmShape& f) { return GemmShape{f.k, f.n, f.m, f.batch}; };
+  const auto dgrad = [](const GemmShape& f) { return GemmShape{f.m, f.k, f.n, f.batch}; };
+  const double expert_elements = expert_rows_ * d(local_experts_) * d(expert_fc2().k);
+  if (recompute_activation) {
+    OpTag again = emit_.tag();
+    const OpTag plain = again;
+    again.recompute = true;
+    emit_.set_tag(again);
+    emit_.memory_bound("experts act fwd", (dims_.gated ? 6.0 : 4.0) * expert_elements);
+    emit_.set_tag(plain);
+  }
+  emit_.gemm("experts fc2 dgrad", dgrad(expert_fc2()), back);
+  const OpIndex fc2_w = emit_.gemm("experts fc2 wgrad", wgrad(expert_fc2()));
+  emit_.memory_bound("experts act bwd", (dims_.gated ? 10.0 : 6.0) * expert_elements);
+  const OpIndex fc1_d = emit_.gemm("experts fc1 dgrad", dgrad(expert_fc1()));
+  const OpIndex fc1_w = emit_.gemm("experts fc1 wgrad", wgrad(expert_fc1()));
+  const Deps returned = dispatch("bwd", {fc1_d});
+  std::optional<LinearBackward> shared_fc1_bwd;
+  if (shared) {
+    emit_.memory_bound("shared act bwd",
+                       (dims_.gated ? 10.0 : 6.0) * d(dims_.tokens()) * d(shared_fc2.k));
+    shared_fc1_bwd = shared_.column_backward("shared fc1", shared_fc1);
+  }
+  const OpIndex permuted = emit_.memory_bound("permute bwd", (t + routed) * row_bytes(), returned);
+  emit_.memory_bound("router topk bwd", 8.0 * t * d(moe_.experts));
+  emit_.gemm("router dgrad", dgrad(router()));
+  const OpIndex router_w = emit_.gemm("router wgrad", wgrad(router()));
+  if (shared) {
+    grads.push_back({d(shared_fc2.n * shared_fc2.k), shared_fc2_bwd->wgrad});
+    grads.push_back({d(shared_fc1.n * shared_fc1.k), shared_fc1_bwd->wgrad});
+  }
+  grads.push_back({d(local_experts_) * d(expert_fc2().n * expert_fc2().k), fc2_w});
+  grads.push_back({d(local_experts_) * d(expert_fc1().n * expert_fc1().k), fc1_w});
+  grads.push_back({d(moe_.experts * dims_.hidden), router_w});
+  Deps done{permuted, router_w};
+  if (shared) done.push_back(shared_fc1_bwd->grad_input);
+  return emit_.memory_bound("moe grad sum", 2.0 * kBf16Bytes * t * d(dims_.hidden), done);
+}
+
+std::vector<ParamUnit> MoeOps::units(std::int64_t layer) const {
+  std::vector<ParamUnit> out;
+  if (moe_.shared_ffn_hidden > 0) {
+    const double f = d(moe_.shared_ffn_hidden / dims_.tp), h = d(dims_.hidden);
+    out.push_back({h * f, layer});
+    out.push_back({(dims_.gated ? 2.0 : 1.0) * h * f, layer});
+  }
+  out.push_back({d(local_experts_) * d(expert_fc2().n * expert_fc2().k), layer, true});
+  out.push_back({d(local_experts_) * d(expert_fc1().n * expert_fc1().k), layer, true});
+  out.push_back({d(moe_.experts * dims_.hidden), layer});
+  return out;
+}
+
+}  // namespace wallsim::models

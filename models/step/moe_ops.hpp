@@ -1,0 +1,95 @@
+// The MoE MLP of one layer on one rank (Megatron-Core MoE, mechanics.md §4.2):
+//
+//   forward   router GEMM [T, h]×[h, E] and top-k (memory-bound) → permute (copies each token
+//             once per chosen expert) → dispatch → [ETP all-gather] → grouped GEMM fc1 over the
+//             local experts → activation → grouped GEMM fc2 → [ETP reduce-scatter] → combine →
+//             unpermute (weights by the router probabilities, sums the k copies). Shared experts
+//             (a TP-parallel MLP of width shared_ffn_hidden) run on the compute stream while
+//             dispatch and combine are in flight, as Megatron launches them.
+//   backward  the reverse: unpermute, combine (an all-to-all again), fc2 dgrad and wgrad,
+//             activation, fc1, dispatch, permute, router; shared experts beside the exchanges.
+//
+// T = this rank's tokens (b·s/cp, ÷ tp with sequence parallelism). Dispatchers (bytes as
+// nccl-tests' S, bf16):
+//   alltoall   all-to-all over EP of T·k rows of h (dropless; the rows a rank sends), or of
+//              E·C rows with a capacity (C = ceil(T·k/E · capacity_factor) per expert and source
+//              rank, padded); all-gather / reduce-scatter over ETP when etp > 1.
+//   allgather  all-gather of T rows over ETP×EP, reduce-scatter back.
+//   flex       one all-to-all over ETP×EP where a token crosses to each node once: T·min(k, nodes
+//              of the group) rows.
+// Load: uniform routing sends every local expert T·k/E rows from each source rank. With
+// `router_imbalance` the rank whose experts draw the most tokens receives ep·T·k·(its share)
+// rows; the all-to-all moves that many rows per rank (its straggler) and every rank's grouped
+// GEMM is timed with it (the combine waits for the slowest rank), so all EP ranks keep one
+// program. A capacity caps each expert at ep·C rows: excess tokens are dropped.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/model_spec.hpp"
+#include "models/step/op_emitter.hpp"
+#include "models/step/step_context.hpp"
+#include "models/step/tp_linear.hpp"
+
+namespace wallsim::models {
+
+struct MoeSetting {
+  bool active = false;  // the model has MoE layers
+  std::int64_t ep = 1, etp = 1;
+  std::string dispatcher = "alltoall";
+  GroupIndex ep_group = 0, etp_group = 0, tp_ep_group = 0;
+  std::int64_t tp_ep_nodes = 1;  // nodes the ETP×EP group spans (flex)
+};
+
+// Routing arithmetic of one MoE layer on one rank, per micro-batch.
+struct MoeLoad {
+  double tokens = 0;           // T
+  double sent_rows = 0;        // rows this rank dispatches (T·k, or E·C padded)
+  double received_rows = 0;    // rows the busiest rank's local experts compute (before ETP)
+  double capacity = 0;         // C per expert and source rank (0: dropless)
+  double dropped_fraction = 0; // share of the T·k routed rows over capacity
+  double busiest_share = 0;    // the busiest EP rank's share of all routed rows
+};
+
+// Relative load per expert (sums to 1) for `imbalance` over `experts`.
+std::vector<double> expert_loads(const RouterImbalance& imbalance, std::int64_t experts);
+
+MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep);
+
+class MoeOps {
+ public:
+  MoeOps(OpEmitter& emit, const LayerDims& dims, const MoeSpec& moe, const MoeSetting& setting,
+         TpLinear& shared_linear);
+
+  // The MoE MLP after ln2; `deps` as LayerOps. Returns the op the residual waits for.
+  OpIndex forward(const Deps& deps);
+  // Appends the gradients in backward order: shared fc2, shared fc1, experts, router.
+  // `recompute_activation`: the experts' activation is re-run first (recompute module moe_act).
+  OpIndex backward(const Deps& deps, std::vector<GradReady>& grads, bool recompute_activation);
+
+  // Parameters per GPU, in backward order; experts flagged (they reduce over expert DP).
+  std::vector<ParamUnit> units(std::int64_t layer) const;
+  const MoeLoad& load() const { return load_; }
+
+ private:
+  OpIndex exchange(const std::string& name, CollectiveOp op, double bytes, GroupIndex group,
+                   const Deps& deps);
+  Deps dispatch(const std::string& pass, const Deps& deps);
+  Deps combine(const std::string& pass, const Deps& deps);
+  GemmShape expert_fc1() const;
+  GemmShape expert_fc2() const;
+  GemmShape router() const;
+  double row_bytes() const;
+
+  OpEmitter& emit_;
+  LayerDims dims_;
+  MoeSpec moe_;
+  MoeSetting setting_;
+  TpLinear& shared_;
+  MoeLoad load_;
+  std::int64_t local_experts_ = 1;
+  double expert_rows_ = 0;  // rows one local expert computes (after ETP gather)
+};
+
+}  // namespace wallsim::models

@@ -1,0 +1,143 @@
+// The MoE layer in the step builder: all-to-all bytes per rank per layer for each dispatcher,
+// capacity and drop arithmetic, expert gradients over expert DP, and the groups they use.
+#include <catch2/catch.hpp>
+
+#include "models/step/moe_ops.hpp"
+#include "step_test_support.hpp"
+
+using namespace wallsim;
+using namespace wallsim::models;
+using namespace wallsim::models::testing;
+using nlohmann::json;
+
+namespace {
+
+// base_config's Llama-style layer (h 1024) with a MoE MLP: 8 experts of width 512, top-2, one
+// layer, 8 GPUs as tp 1 · dp 8 with ep 8 (the EP group folds over the DP ranks), s 2048, b 1.
+json moe_config(const std::string& dispatcher = "alltoall") {
+  json doc = base_config();
+  doc["model"]["layers"] = 1;
+  doc["model"]["moe"] = {{"experts", 8}, {"topk", 2}, {"ffn_hidden", 512}};
+  doc["parallel"] = {{"tp", 1}, {"ep", 8}, {"moe_dispatcher", dispatcher}};
+  doc["training"]["global_batch"] = 8;
+  return doc;
+}
+
+struct LayerEp {
+  std::vector<CommPayload> forward, backward;
+  std::vector<std::vector<int>> groups;
+};
+
+LayerEp layer_ep(const json& doc, Fidelity fidelity = Fidelity::kSymmetric) {
+  const StepProgram program = build(doc, fidelity);
+  const OpGraph& g = program.graphs[0];
+  LayerEp result;
+  bool backward = false;
+  for (OpIndex i = 0; i < g.size(); ++i) {
+    const Op& op = g.op(i);
+    if (label_has(g, op, "residual2 bwd")) backward = true;
+    if (op.kind != OpKind::kCollective || !is(op, OpCategory::kEp)) continue;
+    (backward ? result.backward : result.forward).push_back(payload_of(program, op));
+    result.groups.push_back(program.group_ranks[op.group]);
+  }
+  return result;
+}
+
+// One row of h in bf16.
+constexpr double kRow = 1024.0 * 2;
+
+}  // namespace
+
+TEST_CASE("alltoall: dispatch and combine move T·k rows each way, twice per pass",
+          "[models][step][moe]") {
+  // mechanics.md §4.2: a rank sends T_loc·k token rows (T_loc = b·s = 2048, k = 2), dispatch and
+  // combine, forward and backward: 4 all-to-alls of 2048·2·h·2 bytes over the EP group.
+  const LayerEp c = layer_ep(moe_config());
+  REQUIRE(c.forward.size() == 2);
+  REQUIRE(c.backward.size() == 2);
+  for (const auto* list : {&c.forward, &c.backward}) {
+    for (const auto& p : *list) {
+      CHECK(p.op == CollectiveOp::kAllToAll);
+      CHECK(p.bytes == 2048.0 * 2 * kRow);
+    }
+  }
+  CHECK(c.groups[0] == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+}
+
+TEST_CASE("allgather: all-gather and reduce-scatter of every token over ETPxEP",
+          "[models][step][moe]") {
+  // The gathered buffer is the T rows of each of the 8 ranks: 8·2048 rows of h, independent
+  // of k (mechanics.md §4.2).
+  const LayerEp c = layer_ep(moe_config("allgather"));
+  REQUIRE(c.forward.size() == 2);
+  CHECK(c.forward[0].op == CollectiveOp::kAllGather);
+  CHECK(c.forward[1].op == CollectiveOp::kReduceScatter);
+  for (const auto& p : c.forward) CHECK(p.bytes == 8.0 * 2048 * kRow);
+}
+
+TEST_CASE("flex: one exchange over ETPxEP sends a token to each node once",
+          "[models][step][moe]") {
+  // 8 GPUs on one node: each token crosses to min(k, 1 node) = 1 destination: T rows.
+  const LayerEp c = layer_ep(moe_config("flex"));
+  REQUIRE(c.forward.size() == 2);
+  CHECK(c.forward[0].bytes == 2048.0 * kRow);
+}
+
+TEST_CASE("capacity: fixed per-expert buffers, padded, and the tokens over capacity dropped",
+          "[models][step][moe]") {
+  // T = 2048, k = 2, E = 8: C = ceil(2048·2/8 · cf) per expert and source rank. cf 1.25:
+  // C = 640; a rank sends E·C = 5120 padded rows. Uniform routing drops nothing.
+  MoeSpec moe;
+  moe.experts = 8;
+  moe.topk = 2;
+  moe.ffn_hidden = 512;
+  moe.capacity_factor = 1.25;
+  MoeLoad load = moe_load(moe, 2048, 8);
+  CHECK(load.capacity == 640);
+  CHECK(load.sent_rows == 5120);
+  CHECK(load.dropped_fraction == Approx(0).margin(1e-12));
+  // Loads 4:1:1:1:1:1:1:1 (expert 0 draws 4/11 of the rows) with cf 1: C = 512 per source,
+  // 8·512 = 4096 rows per expert. Expert 0 is routed 8·4096·4/11 = 11915.6 rows and keeps
+  // 4096; the others (2978.9 each) keep all. Dropped: (11915.6 − 4096) / 32768 = 23.9%.
+  moe.capacity_factor = 1.0;
+  moe.imbalance.kind = RouterImbalance::Kind::loads;
+  moe.imbalance.loads = {4, 1, 1, 1, 1, 1, 1, 1};
+  load = moe_load(moe, 2048, 8);
+  CHECK(load.capacity == 512);
+  CHECK(load.dropped_fraction == Approx((8.0 * 4096 * 4 / 11 - 4096) / 32768));
+}
+
+TEST_CASE("imbalance: the busiest EP rank's rows pace the all-to-all", "[models][step][moe]") {
+  // Dropless, loads 4:1:...:1 over 8 experts on ep 8: rank 0 receives 8·T·k·4/11 rows
+  // = 8·4096·4/11 = 11915.6 against T·k = 4096 sent; the dispatch moves that many rows.
+  json doc = moe_config();
+  doc["model"]["moe"]["router_imbalance"] = {{"loads", {4, 1, 1, 1, 1, 1, 1, 1}}};
+  const LayerEp c = layer_ep(doc);
+  CHECK(c.forward[0].bytes == Approx(8.0 * 4096 * 4 / 11 * kRow));
+}
+
+TEST_CASE("expert gradients reduce over expert DP, dense ones over DP", "[models][step][moe]") {
+  // 16 GPUs, tp 1, ep 4: EDP = 16/4 = 4, DP = 16. Local experts 8/4 = 2, each fc1 (SwiGLU,
+  // 2·512·1024) + fc2 (1024·512) = 1,572,864 parameters; with fp32 gradients the expert
+  // all-reduce moves 2·1,572,864·4 bytes over a group of 4.
+  json doc = moe_config();
+  doc["num_gpus"] = 16;
+  doc["parallel"]["ep"] = 4;
+  doc["training"]["global_batch"] = 16;
+  const StepProgram program = build(doc, Fidelity::kFull);
+  const OpGraph& g = program.graphs[0];
+  bool expert_found = false;
+  for (OpIndex i = 0; i < g.size(); ++i) {
+    const Op& op = g.op(i);
+    if (op.kind != OpKind::kCollective || !is(op, OpCategory::kDp)) continue;
+    const auto& ranks = program.group_ranks[op.group];
+    if (ranks.size() == 4) {
+      expert_found = true;
+      CHECK(payload_of(program, op).bytes == 2.0 * 1572864 * 4);
+      CHECK(ranks == std::vector<int>{0, 4, 8, 12});
+    } else {
+      CHECK(ranks.size() == 16);
+    }
+  }
+  CHECK(expert_found);
+}
