@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <string>
 
 namespace wallsim::models {
@@ -16,25 +15,11 @@ double d(std::int64_t v) {
 
 }  // namespace
 
-std::vector<double> expert_loads(const RouterImbalance& imbalance, std::int64_t experts) {
-  std::vector<double> loads(static_cast<std::size_t>(experts), 1.0);
-  if (imbalance.kind == RouterImbalance::Kind::skew) {
-    for (std::int64_t i = 0; i < experts; ++i) {
-      loads[static_cast<std::size_t>(i)] = std::pow(d(i + 1), -imbalance.skew);
-    }
-  } else if (imbalance.kind == RouterImbalance::Kind::loads) {
-    loads = imbalance.loads;
-  }
-  const double total = std::accumulate(loads.begin(), loads.end(), 0.0);
-  for (double& l : loads) l /= total;
-  return loads;
-}
-
 MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep) {
   MoeLoad load;
   load.tokens = tokens;
   const double routed = tokens * d(moe.topk);  // rows this rank routes
-  const std::vector<double> loads = expert_loads(moe.imbalance, moe.experts);
+  const std::vector<double> loads = expert_load_shares(moe.imbalance, moe.experts);
   const std::int64_t local = moe.experts / ep;
   // Rows reaching each expert from the whole EP group (ep source ranks of T tokens each).
   std::vector<double> expert_rows(loads.size());

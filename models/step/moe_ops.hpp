@@ -52,9 +52,6 @@ struct MoeLoad {
   double busiest_share = 0;    // the busiest EP rank's share of all routed rows
 };
 
-// Relative load per expert (sums to 1) for `imbalance` over `experts`.
-std::vector<double> expert_loads(const RouterImbalance& imbalance, std::int64_t experts);
-
 MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep);
 
 class MoeOps {
