@@ -187,11 +187,6 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
         "overlap.ep_comm (1F1B all-to-all overlap) is not simulated: each all-to-all runs where "
         "the layer issues it");
   }
-  if (model.mtp_layers > 0) {
-    layout.notes.push_back("the " + str(model.mtp_layers) +
-                           " MTP layer(s) are counted in FLOPs and memory but not simulated: "
-                           "the last stage's step time leaves them out");
-  }
   layout.interleaved = check_schedule(parallel, training, where);
   layout.num_microbatches = training.global_batch / (training.micro_batch * layout.sizes.dp);
   layout.placement = place_layers({model.layers, parallel.pp, parallel.vpp,

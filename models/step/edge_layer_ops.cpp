@@ -100,4 +100,65 @@ std::vector<ParamUnit> LayerOps::output_units() const {
   return units;
 }
 
+// The projection of [h_L; embedding of the next tokens] (2h) back to h, ÷ tp like a column linear.
+GemmShape LayerOps::mtp_projection_shape() const {
+  return {dims_.tokens(), dims_.hidden / dims_.tp, 2 * dims_.hidden};
+}
+
+OpIndex LayerOps::mtp_forward(std::int64_t microbatch, const Deps& deps) {
+  OpIndex last = 0;
+  Deps input = deps;
+  for (std::int64_t m = 0; m < dims_.mtp_layers; ++m) {
+    tag(microbatch, std::nullopt, "mtp" + std::to_string(m));
+    emit_.memory_bound("norms fwd", 2.0 * norm_forward_bytes(), input);
+    emit_.gemm("projection fwd", mtp_projection_shape());
+    last = forward(microbatch, dims_.layers + m, {});
+    tag(microbatch, std::nullopt, "mtp" + std::to_string(m));
+    emit_.memory_bound("final norm fwd", norm_forward_bytes());
+    output_linear_.column_forward("linear", output_shape());
+    const double logits = static_cast<double>(dims_.tokens()) *
+                          static_cast<double>(output_shape().n);
+    last = emit_.memory_bound("cross-entropy fwd", 2.0 * kFp32Bytes * logits);
+    input = {last};
+  }
+  return last;
+}
+
+OpIndex LayerOps::mtp_backward(std::int64_t microbatch, const Deps& deps,
+                               std::vector<GradReady>& grads) {
+  Deps input = deps;
+  for (std::int64_t m = dims_.mtp_layers; m-- > 0;) {
+    tag(microbatch, std::nullopt, "mtp" + std::to_string(m));
+    const double logits = static_cast<double>(dims_.tokens()) *
+                          static_cast<double>(output_shape().n);
+    emit_.memory_bound("cross-entropy bwd", (kFp32Bytes + 2.0) * logits, input);
+    // Its output-head gradient adds to the shared output weights' (counted with them).
+    const LinearBackward head = output_linear_.column_backward("linear", output_shape());
+    emit_.memory_bound("final norm bwd", norm_backward_bytes(), {head.grad_input});
+    const OpIndex layer = backward(microbatch, dims_.layers + m, {}, grads);
+    tag(microbatch, std::nullopt, "mtp" + std::to_string(m));
+    const GemmShape p = mtp_projection_shape();
+    emit_.gemm("projection dgrad", {p.m, p.k, p.n}, {layer});
+    const OpIndex wgrad = emit_.gemm("projection wgrad", {p.k, p.n, p.m});
+    const OpIndex norms = emit_.memory_bound("norms bwd", 2.0 * norm_backward_bytes());
+    grads.push_back({static_cast<double>(p.n * p.k), wgrad});
+    grads.push_back({2.0 * dims_.norm_params, norms});
+    input = {norms};
+  }
+  return input.front();
+}
+
+std::vector<ParamUnit> LayerOps::mtp_units() const {
+  std::vector<ParamUnit> units;
+  for (std::int64_t m = dims_.mtp_layers; m-- > 0;) {
+    const std::int64_t layer = dims_.layers + m;
+    const auto decoder = layer_units(layer);
+    units.insert(units.end(), decoder.begin(), decoder.end());
+    const GemmShape p = mtp_projection_shape();
+    units.push_back({static_cast<double>(p.n * p.k), layer});
+    units.push_back({2.0 * dims_.norm_params, layer});
+  }
+  return units;
+}
+
 }  // namespace wallsim::models

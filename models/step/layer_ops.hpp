@@ -17,6 +17,8 @@
 // re-runs core attention, the MLP (fc1, activation, fc2) and the norms it lists.
 #pragma once
 
+#include <algorithm>
+
 #include <vector>
 
 #include "models/step/cp_attention.hpp"
@@ -53,15 +55,23 @@ class LayerOps {
   OpIndex embedding_backward(std::int64_t microbatch, std::vector<GradReady>& grads);
   OpIndex output_forward(std::int64_t microbatch, const Deps& deps);
   OpIndex output_backward(std::int64_t microbatch, const Deps& deps, std::vector<GradReady>& grads);
+  // The MTP block after the output layer (DeepSeek-V3; megatron_formulas.md §4): per MTP layer
+  // two norms, the 2h→h projection, a decoder layer and logits through the shared output head.
+  OpIndex mtp_forward(std::int64_t microbatch, const Deps& deps);
+  OpIndex mtp_backward(std::int64_t microbatch, const Deps& deps, std::vector<GradReady>& grads);
 
   // The parameter units of a layer / the embedding / the output side in that same order.
   std::vector<ParamUnit> layer_units(std::int64_t layer) const;
   std::vector<ParamUnit> embedding_units() const;
   std::vector<ParamUnit> output_units() const;
+  std::vector<ParamUnit> mtp_units() const;  // in backward order
 
  private:
   OpIndex forward_ops(std::int64_t layer, const Deps& deps);
-  bool moe_layer(std::int64_t layer) const { return moe_ && moe_->is_moe_layer(layer); }
+  // MTP layers (index ≥ L) are typed like the last decoder layer.
+  bool moe_layer(std::int64_t layer) const {
+    return moe_ && moe_->is_moe_layer(std::min(layer, dims_.layers - 1));
+  }
   // Each takes the ops its input comes from and returns those the next op waits for.
   Deps core_attention_forward(const Deps& producer);
   Deps core_attention_backward(const Deps& producer);
@@ -79,6 +89,7 @@ class LayerOps {
   GemmShape fc1_shape() const;
   GemmShape fc2_shape() const;
   GemmShape output_shape() const;
+  GemmShape mtp_projection_shape() const;
   double norm_forward_bytes() const;
   double norm_backward_bytes() const;
   double residual_bytes() const;

@@ -95,8 +95,9 @@ void PipelineOps::forward(std::int64_t microbatch, std::int64_t chunk) {
   }
   if (last_virtual_stage(chunk)) {
     const Deps params = parameters_for(microbatch, chunk, kOutputModule, input);
-    output_done_[static_cast<std::size_t>(microbatch)] =
-        layers_.output_forward(microbatch, joined(input, params));
+    OpIndex done = layers_.output_forward(microbatch, joined(input, params));
+    if (setting_.mtp) done = layers_.mtp_forward(microbatch, {done});
+    output_done_[static_cast<std::size_t>(microbatch)] = done;
   } else {
     send(microbatch, true, setting_.next_rank, Streams::kPpSendForward);
   }
@@ -107,7 +108,8 @@ void PipelineOps::backward(std::int64_t microbatch, std::int64_t chunk) {
   Deps input;
   if (last_virtual_stage(chunk)) {
     // The loss gradient needs the forward's last cross-entropy all-reduce.
-    const Deps loss{*output_done_[static_cast<std::size_t>(microbatch)]};
+    Deps loss{*output_done_[static_cast<std::size_t>(microbatch)]};
+    if (setting_.mtp) loss = {layers_.mtp_backward(microbatch, loss, grads)};
     input = {layers_.output_backward(microbatch, loss, grads)};
   } else {
     input = receive(microbatch, false, setting_.next_rank, Streams::kPpRecvBackward);

@@ -152,6 +152,7 @@ std::vector<std::vector<ParamUnit>> chunk_units(const LayerOps& layers, const La
       chunk.insert(chunk.end(), more.begin(), more.end());
     };
     if (stage == layout.sizes.pp - 1 && c + 1 == placed.chunks.size()) {
+      append(layers.mtp_units());
       append(layers.output_units());
     }
     const ChunkLayers& range = placed.chunks[c];
@@ -276,12 +277,12 @@ PipelineSetting pipeline_setting(const StepInputs& in, std::int64_t rank) {
   p.previous_rank = simulated_at(p.stage - 1);
   p.next_rank = simulated_at(p.stage + 1);
   p.transfer_bytes = 2.0 * in.dims.sharded_hidden_elements();
+  p.mtp = in.config.model.mtp_layers > 0;
   return p;
 }
 
 // Megatron's model FLOPs for the tokens this rank processes: its stage's layers (dense or MoE
-// FFN as placed) ÷ tp, plus the logits on the last stage. (The MTP block, which the graph does
-// not run, is not counted here.)
+// FFN as placed) ÷ tp, plus on the last stage the logits and the MTP block.
 double rank_model_flops(const RunConfig& c, std::int64_t stage) {
   const ModelSpec& m = c.model;
   const std::int64_t tp = c.layout.sizes.tp;
@@ -296,7 +297,15 @@ double rank_model_flops(const RunConfig& c, std::int64_t stage) {
     }
   }
   double flops = tokens * per_token;
-  if (stage == c.layout.sizes.pp - 1) flops += tokens * logits_flops_per_token(m, tp);
+  if (stage == c.layout.sizes.pp - 1) {
+    // The output layer, and each MTP layer (typed like the last decoder layer) with its
+    // projection and logits.
+    const double mtp = static_cast<double>(m.mtp_layers);
+    flops += tokens * (1.0 + mtp) * logits_flops_per_token(m, tp);
+    flops += tokens * mtp *
+             (attention + layer_mlp_flops_per_token(m, m.layers - 1) +
+              mtp_projection_flops_per_token(m));
+  }
   return flops / static_cast<double>(tp);
 }
 

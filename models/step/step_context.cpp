@@ -46,6 +46,8 @@ LayerDims layer_dims(const RunConfig& config) {
   d.attention_dropout = m.attention_dropout > 0;
   d.flash_attention = config.training.flash_attention;
   d.mla = m.mla;
+  d.layers = m.layers;
+  d.mtp_layers = m.mtp_layers;
   return d;
 }
 

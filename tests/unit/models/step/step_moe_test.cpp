@@ -2,6 +2,7 @@
 // capacity and drop arithmetic, expert gradients over expert DP, and the groups they use.
 #include <catch2/catch.hpp>
 
+#include "models/flops.hpp"
 #include "models/step/moe_ops.hpp"
 #include "step_test_support.hpp"
 
@@ -140,4 +141,31 @@ TEST_CASE("expert gradients reduce over expert DP, dense ones over DP", "[models
     }
   }
   CHECK(expert_found);
+}
+
+TEST_CASE("an MTP layer runs after the output layer on the last stage, once per micro-batch",
+          "[models][step][moe]") {
+  // 8 sequences over dp 8 with pp 1: one micro-batch per rank, so one MTP projection forward
+  // and one MTP decoder layer (index L = 1, an MoE layer like the last) forward and backward.
+  json doc = moe_config();
+  doc["model"]["mtp_layers"] = 1;
+  const StepProgram program = build(doc);
+  const OpGraph& g = program.graphs[0];
+  int projections = 0, mtp_layer_ops = 0;
+  for (OpIndex i = 0; i < g.size(); ++i) {
+    const Op& op = g.op(i);
+    if (label_has(g, op, "mtp0 projection fwd")) ++projections;
+    if (label_has(g, op, "L1 experts fc1 fwd")) ++mtp_layer_ops;
+  }
+  CHECK(projections == 1);
+  CHECK(mtp_layer_ops == 1);
+  // Its model FLOPs add, per token (2048 on the rank, tp 1), one decoder layer typed like the
+  // last, the projection and one more logits GEMM (megatron_formulas.md §4).
+  const StepProgram base = build(moe_config());
+  const ModelSpec m = config_from(doc).model;
+  const double per_token = attention_linear_flops_per_token(m) +
+                           attention_core_flops_per_token(m, 2048) +
+                           layer_mlp_flops_per_token(m, 0) + mtp_projection_flops_per_token(m) +
+                           logits_flops_per_token(m, 1);
+  CHECK(program.model_flops[0] - base.model_flops[0] == Approx(2048.0 * per_token));
 }
