@@ -182,10 +182,11 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
   layout.cp = check_context(model, parallel, training, where);
   layout.expert =
       check_experts(model, parallel, num_gpus, layout.sequence_parallel, where);
-  if (model.moe && training.overlap.ep_comm) {
-    layout.notes.push_back(
-        "overlap.ep_comm (1F1B all-to-all overlap) is not simulated: each all-to-all runs where "
-        "the layer issues it");
+  // Combined forward/backward pairs need the extra warm-up micro-batch interleaving gives: with
+  // plain 1F1B each pair would wait for the neighbouring stage's pair.
+  if (model.moe && training.overlap.ep_comm && parallel.pp > 1 && parallel.vpp == 1) {
+    throw InputError(where, "training.overlap.ep_comm", "true",
+                     "the EP all-to-all overlap needs pp = 1 or an interleaved schedule (vpp > 1)");
   }
   layout.interleaved = check_schedule(parallel, training, where);
   layout.num_microbatches = training.global_batch / (training.micro_batch * layout.sizes.dp);

@@ -156,14 +156,19 @@ Deps LayerOps::producer() const {
   return {};
 }
 
-OpIndex LayerOps::forward_ops(std::int64_t layer, const Deps& deps) {
+// ln1, attention, residual and ln2: returns ln2.
+OpIndex LayerOps::attention_block_forward(const Deps& deps) {
   emit_.memory_bound("ln1 fwd", norm_forward_bytes(), deps);
   linear_.column_forward("qkv", qkv_shape());
   for (const auto& [name, shape] : mla_shapes()) emit_.gemm(name + " fwd", shape);
   const Deps attention = core_attention_forward(producer());
   const OpIndex proj = linear_.row_forward("proj", proj_shape(), attention);
   emit_.memory_bound("residual1 fwd", residual_bytes(), {proj});
-  const OpIndex ln2 = emit_.memory_bound("ln2 fwd", norm_forward_bytes());
+  return emit_.memory_bound("ln2 fwd", norm_forward_bytes());
+}
+
+OpIndex LayerOps::forward_ops(std::int64_t layer, const Deps& deps) {
+  const OpIndex ln2 = attention_block_forward(deps);
   if (moe_layer(layer)) {
     const OpIndex moe = moe_ops_->forward({ln2});
     return emit_.memory_bound("residual2 fwd", residual_bytes(), {moe});
@@ -178,6 +183,54 @@ OpIndex LayerOps::forward(std::int64_t microbatch, std::int64_t layer, const Dep
   tag(microbatch, layer, "L" + std::to_string(layer));
   emit_.allocate_on_next(moe_layer(layer) ? memory_.moe_layer_bytes : memory_.layer_bytes);
   return forward_ops(layer, deps);
+}
+
+bool LayerOps::overlappable(std::int64_t layer) const {
+  return moe_layer(layer) && recompute_.mode != Recompute::full && !recompute_.moe;
+}
+
+LayerForward LayerOps::forward_begin(std::int64_t microbatch, std::int64_t layer,
+                                     const Deps& deps) {
+  tag(microbatch, layer, "L" + std::to_string(layer));
+  emit_.allocate_on_next(memory_.moe_layer_bytes);
+  const OpIndex ln2 = attention_block_forward(deps);
+  return {microbatch, layer, moe_ops_->forward_dispatch({ln2})};
+}
+
+void LayerOps::forward_experts(LayerForward& state) {
+  tag(state.microbatch, state.layer, "L" + std::to_string(state.layer));
+  moe_ops_->forward_experts(state.moe);
+}
+
+OpIndex LayerOps::forward_end(LayerForward& state) {
+  tag(state.microbatch, state.layer, "L" + std::to_string(state.layer));
+  const OpIndex moe = moe_ops_->forward_finish(state.moe);
+  return emit_.memory_bound("residual2 fwd", residual_bytes(), {moe});
+}
+
+LayerBackward LayerOps::backward_begin(std::int64_t microbatch, std::int64_t layer,
+                                       const Deps& deps) {
+  tag(microbatch, layer, "L" + std::to_string(layer));
+  const OpIndex residual = emit_.memory_bound("residual2 bwd", residual_bytes(), deps);
+  if (recompute_.norms) {
+    tag(microbatch, layer, "L" + std::to_string(layer), /*recompute=*/true);
+    emit_.memory_bound("ln2 fwd", norm_forward_bytes());
+  }
+  tag(microbatch, layer, "L" + std::to_string(layer));
+  return {microbatch, layer, moe_ops_->backward_combine({residual})};
+}
+
+void LayerOps::backward_experts(LayerBackward& state) {
+  tag(state.microbatch, state.layer, "L" + std::to_string(state.layer));
+  moe_ops_->backward_experts(state.moe, recompute_.moe_act);
+}
+
+OpIndex LayerOps::backward_end(LayerBackward& state, std::vector<GradReady>& grads) {
+  tag(state.microbatch, state.layer, "L" + std::to_string(state.layer));
+  const OpIndex moe = moe_ops_->backward_finish(state.moe, grads);
+  const OpIndex norm = emit_.memory_bound("ln2 bwd", norm_backward_bytes(), {moe});
+  grads.push_back({dims_.norm_params, norm});
+  return attention_backward(state.layer, grads);
 }
 
 OpIndex LayerOps::backward(std::int64_t microbatch, std::int64_t layer, const Deps& deps,

@@ -37,6 +37,16 @@ struct LayerMemory {
   double output_bytes = 0;
 };
 
+// An MoE layer's forward or backward between its phases (the EP overlap).
+struct LayerForward {
+  std::int64_t microbatch = 0, layer = 0;
+  MoeForward moe;
+};
+struct LayerBackward {
+  std::int64_t microbatch = 0, layer = 0;
+  MoeBackward moe;
+};
+
 class LayerOps {
  public:
   LayerOps(OpEmitter& emit, const LayerDims& dims, const TpSetting& tp, const CpSetting& cp,
@@ -50,6 +60,18 @@ class LayerOps {
   // registration order: fc2, fc1, ln2, proj, qkv, ln1).
   OpIndex backward(std::int64_t microbatch, std::int64_t layer, const Deps& deps,
                    std::vector<GradReady>& grads);
+
+  // Megatron's EP overlap (combined 1F1B, mechanics.md §4.2) runs an MoE layer in phases so that
+  // another micro-batch's phases fill its all-to-alls: begin (everything up to the dispatch or,
+  // backward, the combine), experts (up to the combine / the dispatch back), end. Layers under
+  // full or `moe` recompute are not overlappable.
+  bool overlappable(std::int64_t layer) const;
+  LayerForward forward_begin(std::int64_t microbatch, std::int64_t layer, const Deps& deps);
+  void forward_experts(LayerForward& state);
+  OpIndex forward_end(LayerForward& state);
+  LayerBackward backward_begin(std::int64_t microbatch, std::int64_t layer, const Deps& deps);
+  void backward_experts(LayerBackward& state);
+  OpIndex backward_end(LayerBackward& state, std::vector<GradReady>& grads);
 
   OpIndex embedding_forward(std::int64_t microbatch, const Deps& deps);
   OpIndex embedding_backward(std::int64_t microbatch, std::vector<GradReady>& grads);
@@ -68,6 +90,7 @@ class LayerOps {
 
  private:
   OpIndex forward_ops(std::int64_t layer, const Deps& deps);
+  OpIndex attention_block_forward(const Deps& deps);
   // MTP layers (index ≥ L) are typed like the last decoder layer.
   bool moe_layer(std::int64_t layer) const {
     return moe_ && moe_->is_moe_layer(std::min(layer, dims_.layers - 1));

@@ -135,81 +135,116 @@ Deps MoeOps::combine(const std::string& pass, const Deps& deps) {
                    setting_.ep_group, in)};
 }
 
-OpIndex MoeOps::forward(const Deps& deps) {
+GemmShape MoeOps::shared_fc1() const {
+  return {dims_.tokens(), (dims_.gated ? 2 : 1) * moe_.shared_ffn_hidden / dims_.tp, dims_.hidden};
+}
+
+GemmShape MoeOps::shared_fc2() const {
+  return {dims_.tokens(), dims_.hidden, moe_.shared_ffn_hidden / dims_.tp};
+}
+
+double MoeOps::expert_elements() const {
+  return expert_rows_ * d(local_experts_) * d(expert_fc2().k);
+}
+
+MoeForward MoeOps::forward_dispatch(const Deps& deps) {
   const double t = load_.tokens, routed = load_.sent_rows;
   emit_.gemm("router fwd", router(), deps);
   // Softmax/sigmoid and top-k over the [T, E] logits (read, write fp32).
   emit_.memory_bound("router topk fwd", 8.0 * t * d(moe_.experts));
   // Permute: read each token, write one copy per chosen expert.
   const OpIndex permuted = emit_.memory_bound("permute fwd", (t + routed) * row_bytes());
-  const Deps sent = dispatch("fwd", {permuted});
-  const bool shared = moe_.shared_ffn_hidden > 0;
-  const GemmShape shared_fc1{dims_.tokens(), (dims_.gated ? 2 : 1) * moe_.shared_ffn_hidden / dims_.tp,
-                             dims_.hidden};
-  const GemmShape shared_fc2{dims_.tokens(), dims_.hidden, moe_.shared_ffn_hidden / dims_.tp};
-  if (shared) {
-    shared_.column_forward("shared fc1", shared_fc1);
-    emit_.memory_bound("shared act fwd",
-                       (dims_.gated ? 6.0 : 4.0) * d(dims_.tokens()) * d(shared_fc2.k));
-  }
-  emit_.gemm("experts fc1 fwd", expert_fc1(), sent);
-  const double expert_elements = expert_rows_ * d(local_experts_) * d(expert_fc2().k);
-  emit_.memory_bound("experts act fwd", (dims_.gated ? 6.0 : 4.0) * expert_elements);
-  const OpIndex fc2 = emit_.gemm("experts fc2 fwd", expert_fc2());
-  const Deps back = combine("fwd", {fc2});
-  Deps after = back;
-  if (shared) after.push_back(shared_.row_forward("shared fc2", shared_fc2));
-  return emit_.memory_bound("unpermute fwd", (routed + t) * row_bytes(), after);
+  return {dispatch("fwd", {permuted}), {}};
 }
 
-OpIndex MoeOps::backward(const Deps& deps, std::vector<GradReady>& grads,
-                         bool recompute_activation) {
+void MoeOps::forward_experts(MoeForward& state) {
+  if (moe_.shared_ffn_hidden > 0) {
+    shared_.column_forward("shared fc1", shared_fc1());
+    emit_.memory_bound("shared act fwd",
+                       (dims_.gated ? 6.0 : 4.0) * d(dims_.tokens()) * d(shared_fc2().k));
+  }
+  emit_.gemm("experts fc1 fwd", expert_fc1(), state.sent);
+  emit_.memory_bound("experts act fwd", (dims_.gated ? 6.0 : 4.0) * expert_elements());
+  const OpIndex fc2 = emit_.gemm("experts fc2 fwd", expert_fc2());
+  state.combined = combine("fwd", {fc2});
+}
+
+OpIndex MoeOps::forward_finish(MoeForward& state) {
+  Deps after = state.combined;
+  if (moe_.shared_ffn_hidden > 0) after.push_back(shared_.row_forward("shared fc2", shared_fc2()));
+  return emit_.memory_bound("unpermute fwd", (load_.sent_rows + load_.tokens) * row_bytes(),
+                            after);
+}
+
+OpIndex MoeOps::forward(const Deps& deps) {
+  MoeForward state = forward_dispatch(deps);
+  forward_experts(state);
+  return forward_finish(state);
+}
+
+MoeBackward MoeOps::backward_combine(const Deps& deps) {
   const double t = load_.tokens, routed = load_.sent_rows;
   const OpIndex unpermuted = emit_.memory_bound("unpermute bwd", (routed + t) * row_bytes(), deps);
-  const Deps back = combine("bwd", {unpermuted});
-  const bool shared = moe_.shared_ffn_hidden > 0;
-  const GemmShape shared_fc1{dims_.tokens(), (dims_.gated ? 2 : 1) * moe_.shared_ffn_hidden / dims_.tp,
-                             dims_.hidden};
-  const GemmShape shared_fc2{dims_.tokens(), dims_.hidden, moe_.shared_ffn_hidden / dims_.tp};
-  std::optional<LinearBackward> shared_fc2_bwd;
-  if (shared) shared_fc2_bwd = shared_.row_backward("shared fc2", shared_fc2);
+  MoeBackward state;
+  state.combined = combine("bwd", {unpermuted});
+  return state;
+}
+
+void MoeOps::backward_experts(MoeBackward& state, bool recompute_activation) {
+  if (moe_.shared_ffn_hidden > 0) {
+    state.shared_fc2 = shared_.row_backward("shared fc2", shared_fc2()).wgrad;
+  }
   const auto wgrad = [](const GemmShape& f) { return GemmShape{f.k, f.n, f.m, f.batch}; };
   const auto dgrad = [](const GemmShape& f) { return GemmShape{f.m, f.k, f.n, f.batch}; };
-  const double expert_elements = expert_rows_ * d(local_experts_) * d(expert_fc2().k);
   if (recompute_activation) {
     OpTag again = emit_.tag();
     const OpTag plain = again;
     again.recompute = true;
     emit_.set_tag(again);
-    emit_.memory_bound("experts act fwd", (dims_.gated ? 6.0 : 4.0) * expert_elements);
+    emit_.memory_bound("experts act fwd", (dims_.gated ? 6.0 : 4.0) * expert_elements());
     emit_.set_tag(plain);
   }
-  emit_.gemm("experts fc2 dgrad", dgrad(expert_fc2()), back);
-  const OpIndex fc2_w = emit_.gemm("experts fc2 wgrad", wgrad(expert_fc2()));
-  emit_.memory_bound("experts act bwd", (dims_.gated ? 10.0 : 6.0) * expert_elements);
+  emit_.gemm("experts fc2 dgrad", dgrad(expert_fc2()), state.combined);
+  state.fc2_wgrad = emit_.gemm("experts fc2 wgrad", wgrad(expert_fc2()));
+  emit_.memory_bound("experts act bwd", (dims_.gated ? 10.0 : 6.0) * expert_elements());
   const OpIndex fc1_d = emit_.gemm("experts fc1 dgrad", dgrad(expert_fc1()));
-  const OpIndex fc1_w = emit_.gemm("experts fc1 wgrad", wgrad(expert_fc1()));
-  const Deps returned = dispatch("bwd", {fc1_d});
+  state.fc1_wgrad = emit_.gemm("experts fc1 wgrad", wgrad(expert_fc1()));
+  state.returned = dispatch("bwd", {fc1_d});
+}
+
+OpIndex MoeOps::backward_finish(MoeBackward& state, std::vector<GradReady>& grads) {
+  const double t = load_.tokens, routed = load_.sent_rows;
+  const bool shared = moe_.shared_ffn_hidden > 0;
   std::optional<LinearBackward> shared_fc1_bwd;
   if (shared) {
     emit_.memory_bound("shared act bwd",
-                       (dims_.gated ? 10.0 : 6.0) * d(dims_.tokens()) * d(shared_fc2.k));
-    shared_fc1_bwd = shared_.column_backward("shared fc1", shared_fc1);
+                       (dims_.gated ? 10.0 : 6.0) * d(dims_.tokens()) * d(shared_fc2().k));
+    shared_fc1_bwd = shared_.column_backward("shared fc1", shared_fc1());
   }
-  const OpIndex permuted = emit_.memory_bound("permute bwd", (t + routed) * row_bytes(), returned);
+  const auto wgrad = [](const GemmShape& f) { return GemmShape{f.k, f.n, f.m, f.batch}; };
+  const auto dgrad = [](const GemmShape& f) { return GemmShape{f.m, f.k, f.n, f.batch}; };
+  const OpIndex permuted =
+      emit_.memory_bound("permute bwd", (t + routed) * row_bytes(), state.returned);
   emit_.memory_bound("router topk bwd", 8.0 * t * d(moe_.experts));
   emit_.gemm("router dgrad", dgrad(router()));
   const OpIndex router_w = emit_.gemm("router wgrad", wgrad(router()));
   if (shared) {
-    grads.push_back({d(shared_fc2.n * shared_fc2.k), shared_fc2_bwd->wgrad});
-    grads.push_back({d(shared_fc1.n * shared_fc1.k), shared_fc1_bwd->wgrad});
+    grads.push_back({d(shared_fc2().n * shared_fc2().k), *state.shared_fc2});
+    grads.push_back({d(shared_fc1().n * shared_fc1().k), shared_fc1_bwd->wgrad});
   }
-  grads.push_back({d(local_experts_) * d(expert_fc2().n * expert_fc2().k), fc2_w});
-  grads.push_back({d(local_experts_) * d(expert_fc1().n * expert_fc1().k), fc1_w});
+  grads.push_back({d(local_experts_) * d(expert_fc2().n * expert_fc2().k), state.fc2_wgrad});
+  grads.push_back({d(local_experts_) * d(expert_fc1().n * expert_fc1().k), state.fc1_wgrad});
   grads.push_back({d(moe_.experts * dims_.hidden), router_w});
   Deps done{permuted, router_w};
   if (shared) done.push_back(shared_fc1_bwd->grad_input);
   return emit_.memory_bound("moe grad sum", 2.0 * kBf16Bytes * t * d(dims_.hidden), done);
+}
+
+OpIndex MoeOps::backward(const Deps& deps, std::vector<GradReady>& grads,
+                         bool recompute_activation) {
+  MoeBackward state = backward_combine(deps);
+  backward_experts(state, recompute_activation);
+  return backward_finish(state, grads);
 }
 
 std::vector<ParamUnit> MoeOps::units(std::int64_t layer) const {

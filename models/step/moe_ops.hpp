@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "models/model_spec.hpp"
@@ -54,6 +55,19 @@ struct MoeLoad {
 
 MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep);
 
+// What a layer's MoE forward / backward carries between its phases (the EP overlap runs another
+// micro-batch's phases in between).
+struct MoeForward {
+  Deps sent;      // the dispatched tokens
+  Deps combined;  // the expert outputs back home
+};
+struct MoeBackward {
+  Deps combined;  // the output gradients at the experts
+  Deps returned;  // the input gradients back home
+  std::optional<OpIndex> shared_fc2;
+  OpIndex fc2_wgrad = 0, fc1_wgrad = 0;
+};
+
 class MoeOps {
  public:
   MoeOps(OpEmitter& emit, const LayerDims& dims, const MoeSpec& moe, const MoeSetting& setting,
@@ -64,6 +78,14 @@ class MoeOps {
   // Appends the gradients in backward order: shared fc2, shared fc1, experts, router.
   // `recompute_activation`: the experts' activation is re-run first (recompute module moe_act).
   OpIndex backward(const Deps& deps, std::vector<GradReady>& grads, bool recompute_activation);
+
+  // The same in phases: up to the dispatch, the experts up to the combine, the rest.
+  MoeForward forward_dispatch(const Deps& deps);
+  void forward_experts(MoeForward& state);
+  OpIndex forward_finish(MoeForward& state);
+  MoeBackward backward_combine(const Deps& deps);
+  void backward_experts(MoeBackward& state, bool recompute_activation);
+  OpIndex backward_finish(MoeBackward& state, std::vector<GradReady>& grads);
 
   // Parameters per GPU, in backward order; experts flagged (they reduce over expert DP).
   std::vector<ParamUnit> units(std::int64_t layer) const;
@@ -77,6 +99,9 @@ class MoeOps {
   GemmShape expert_fc1() const;
   GemmShape expert_fc2() const;
   GemmShape router() const;
+  GemmShape shared_fc1() const;
+  GemmShape shared_fc2() const;
+  double expert_elements() const;
   double row_bytes() const;
 
   OpEmitter& emit_;

@@ -1,5 +1,7 @@
 #include "models/step/pipeline_ops.hpp"
 
+#include <algorithm>
+
 #include "models/pipeline_schedule.hpp"
 
 namespace wallsim::models {
@@ -38,8 +40,16 @@ void PipelineOps::emit_schedule() {
   output_done_.assign(static_cast<std::size_t>(setting_.microbatches), std::nullopt);
   const auto steps =
       stage_schedule(setting_.pp, setting_.vpp, setting_.microbatches, setting_.stage);
-  for (const ScheduleStep& step : steps) {
-    if (step.forward) {
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const ScheduleStep& step = steps[i];
+    // A backward pairs with the forward after it, so the steady state starts one forward later
+    // (Megatron's extra warm-up micro-batch) and the pair's inputs come from earlier pairs.
+    const bool pair = setting_.ep_overlap && !step.forward && i + 1 < steps.size() &&
+                      steps[i + 1].forward && steps[i + 1].microbatch != step.microbatch;
+    if (pair) {
+      combined(steps[i + 1], step);
+      ++i;
+    } else if (step.forward) {
       forward(step.microbatch, step.chunk);
     } else {
       backward(step.microbatch, step.chunk);
@@ -78,7 +88,7 @@ Deps PipelineOps::parameters_for(std::int64_t microbatch, std::int64_t chunk, st
   return data_parallel_.before_first_forward(chunk, module, input);
 }
 
-void PipelineOps::forward(std::int64_t microbatch, std::int64_t chunk) {
+Deps PipelineOps::forward_prologue(std::int64_t microbatch, std::int64_t chunk) {
   Deps input;
   if (!first_virtual_stage(chunk)) {
     input = receive(microbatch, true, setting_.previous_rank, Streams::kPpRecvForward);
@@ -87,12 +97,10 @@ void PipelineOps::forward(std::int64_t microbatch, std::int64_t chunk) {
     const Deps params = parameters_for(microbatch, chunk, kEmbeddingModule, input);
     input = {layers_.embedding_forward(microbatch, joined(input, params))};
   }
-  const ChunkLayers& layers = stage_layers_.chunks[static_cast<std::size_t>(chunk)];
-  for (std::int64_t layer = layers.first_layer; layer < layers.first_layer + layers.count;
-       ++layer) {
-    const Deps params = parameters_for(microbatch, chunk, layer, input);
-    input = {layers_.forward(microbatch, layer, joined(input, params))};
-  }
+  return input;
+}
+
+void PipelineOps::forward_epilogue(std::int64_t microbatch, std::int64_t chunk, const Deps& input) {
   if (last_virtual_stage(chunk)) {
     const Deps params = parameters_for(microbatch, chunk, kOutputModule, input);
     OpIndex done = layers_.output_forward(microbatch, joined(input, params));
@@ -103,27 +111,90 @@ void PipelineOps::forward(std::int64_t microbatch, std::int64_t chunk) {
   }
 }
 
-void PipelineOps::backward(std::int64_t microbatch, std::int64_t chunk) {
-  std::vector<GradReady> grads;
-  Deps input;
+Deps PipelineOps::backward_prologue(std::int64_t microbatch, std::int64_t chunk,
+                                    std::vector<GradReady>& grads) {
   if (last_virtual_stage(chunk)) {
     // The loss gradient needs the forward's last cross-entropy all-reduce.
     Deps loss{*output_done_[static_cast<std::size_t>(microbatch)]};
     if (setting_.mtp) loss = {layers_.mtp_backward(microbatch, loss, grads)};
-    input = {layers_.output_backward(microbatch, loss, grads)};
-  } else {
-    input = receive(microbatch, false, setting_.next_rank, Streams::kPpRecvBackward);
+    return {layers_.output_backward(microbatch, loss, grads)};
   }
-  const ChunkLayers& layers = stage_layers_.chunks[static_cast<std::size_t>(chunk)];
-  for (std::int64_t layer = layers.first_layer + layers.count; layer-- > layers.first_layer;) {
-    input = {layers_.backward(microbatch, layer, input, grads)};
-  }
+  return receive(microbatch, false, setting_.next_rank, Streams::kPpRecvBackward);
+}
+
+void PipelineOps::backward_epilogue(std::int64_t microbatch, std::int64_t chunk,
+                                    const std::vector<GradReady>& grads_in) {
+  std::vector<GradReady> grads = grads_in;
   if (first_virtual_stage(chunk)) {
     layers_.embedding_backward(microbatch, grads);
   } else {
     send(microbatch, false, setting_.previous_rank, Streams::kPpSendBackward);
   }
   if (microbatch == setting_.microbatches - 1) data_parallel_.chunk_gradients_ready(chunk, grads);
+}
+
+std::vector<std::int64_t> PipelineOps::chunk_layers(std::int64_t chunk, bool forward_pass) const {
+  const ChunkLayers& layers = stage_layers_.chunks[static_cast<std::size_t>(chunk)];
+  std::vector<std::int64_t> order;
+  for (std::int64_t i = 0; i < layers.count; ++i) order.push_back(layers.first_layer + i);
+  if (!forward_pass) std::reverse(order.begin(), order.end());
+  return order;
+}
+
+void PipelineOps::forward(std::int64_t microbatch, std::int64_t chunk) {
+  Deps input = forward_prologue(microbatch, chunk);
+  for (std::int64_t layer : chunk_layers(chunk, true)) {
+    const Deps params = parameters_for(microbatch, chunk, layer, input);
+    input = {layers_.forward(microbatch, layer, joined(input, params))};
+  }
+  forward_epilogue(microbatch, chunk, input);
+}
+
+void PipelineOps::backward(std::int64_t microbatch, std::int64_t chunk) {
+  std::vector<GradReady> grads;
+  Deps input = backward_prologue(microbatch, chunk, grads);
+  for (std::int64_t layer : chunk_layers(chunk, false)) {
+    input = {layers_.backward(microbatch, layer, input, grads)};
+  }
+  backward_epilogue(microbatch, chunk, grads);
+}
+
+// Megatron's EP overlap: the forward of one micro-batch and the backward of another run layer
+// pair by layer pair (forward layers ascending, backward descending). For two MoE layers the
+// streams follow mechanics.md §4.2: compute runs the backward's unpermute, the forward's
+// attention and router, the backward's experts, the forward's experts, the rest of the
+// backward, the rest of the forward, while the EP stream carries combine (backward), dispatch
+// (forward), dispatch (backward), combine (forward), each beside the other micro-batch's work.
+void PipelineOps::combined(const ScheduleStep& f, const ScheduleStep& b) {
+  std::vector<GradReady> grads;
+  Deps forward_input = forward_prologue(f.microbatch, f.chunk);
+  Deps backward_input = backward_prologue(b.microbatch, b.chunk, grads);
+  const auto forward_layers = chunk_layers(f.chunk, true);
+  const auto backward_layers = chunk_layers(b.chunk, false);
+  for (std::size_t k = 0; k < std::max(forward_layers.size(), backward_layers.size()); ++k) {
+    const bool has_f = k < forward_layers.size(), has_b = k < backward_layers.size();
+    if (has_f && has_b && layers_.overlappable(forward_layers[k]) &&
+        layers_.overlappable(backward_layers[k])) {
+      const Deps params = parameters_for(f.microbatch, f.chunk, forward_layers[k], forward_input);
+      LayerBackward back = layers_.backward_begin(b.microbatch, backward_layers[k], backward_input);
+      LayerForward fwd =
+          layers_.forward_begin(f.microbatch, forward_layers[k], joined(forward_input, params));
+      layers_.backward_experts(back);
+      layers_.forward_experts(fwd);
+      backward_input = {layers_.backward_end(back, grads)};
+      forward_input = {layers_.forward_end(fwd)};
+      continue;
+    }
+    if (has_f) {
+      const Deps params = parameters_for(f.microbatch, f.chunk, forward_layers[k], forward_input);
+      forward_input = {layers_.forward(f.microbatch, forward_layers[k], joined(forward_input, params))};
+    }
+    if (has_b) {
+      backward_input = {layers_.backward(b.microbatch, backward_layers[k], backward_input, grads)};
+    }
+  }
+  forward_epilogue(f.microbatch, f.chunk, forward_input);
+  backward_epilogue(b.microbatch, b.chunk, grads);
 }
 
 }  // namespace wallsim::models

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "models/layer_placement.hpp"
+#include "models/pipeline_schedule.hpp"
 #include "models/step/data_parallel_ops.hpp"
 #include "models/step/layer_ops.hpp"
 
@@ -28,7 +29,8 @@ struct PipelineSetting {
   RankIndex previous_rank = 0;  // simulated rank of stage − 1 (mod pp), same TP/CP/DP coordinates
   RankIndex next_rank = 0;      // stage + 1 (mod pp)
   double transfer_bytes = 0;    // [s'/(t if SP), b, h] · 2
-  bool mtp = false;  // the model has MTP layers (they run after the output layer)
+  bool mtp = false;         // the model has MTP layers (they run after the output layer)
+  bool ep_overlap = false;  // MoE with overlap.ep_comm: forward/backward pairs combined
 };
 
 class PipelineOps {
@@ -41,6 +43,14 @@ class PipelineOps {
  private:
   void forward(std::int64_t microbatch, std::int64_t chunk);
   void backward(std::int64_t microbatch, std::int64_t chunk);
+  void combined(const ScheduleStep& forward_step, const ScheduleStep& backward_step);
+  Deps forward_prologue(std::int64_t microbatch, std::int64_t chunk);
+  void forward_epilogue(std::int64_t microbatch, std::int64_t chunk, const Deps& input);
+  Deps backward_prologue(std::int64_t microbatch, std::int64_t chunk,
+                         std::vector<GradReady>& grads);
+  void backward_epilogue(std::int64_t microbatch, std::int64_t chunk,
+                         const std::vector<GradReady>& grads);
+  std::vector<std::int64_t> chunk_layers(std::int64_t chunk, bool forward_pass) const;
   bool first_virtual_stage(std::int64_t chunk) const;
   bool last_virtual_stage(std::int64_t chunk) const;
   Deps receive(std::int64_t microbatch, bool forward_pass, RankIndex peer, StreamIndex stream);

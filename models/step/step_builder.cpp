@@ -278,6 +278,7 @@ PipelineSetting pipeline_setting(const StepInputs& in, std::int64_t rank) {
   p.next_rank = simulated_at(p.stage + 1);
   p.transfer_bytes = 2.0 * in.dims.sharded_hidden_elements();
   p.mtp = in.config.model.mtp_layers > 0;
+  p.ep_overlap = in.config.model.is_moe() && in.config.training.overlap.ep_comm;
   return p;
 }
 

@@ -218,3 +218,23 @@ TEST_CASE("symmetric agrees with full: a2a+p2p CP and all_gather CP", "[scenario
                                 {{"seq_len", 16384}, {"global_batch", 8},
                                  {"distributed_optimizer", true}}));
 }
+
+TEST_CASE("symmetric agrees with full: MoE, EP across nodes, skewed routing, EP overlap",
+          "[scenario][fidelity][moe]") {
+  // 16 experts over ep 8 (stride 2 with order tp-cp-dp-ep-pp: both nodes), pp 2 with vpp 2
+  // and the EP overlap, routing skewed so one EP rank is the busiest.
+  json doc = layout_config(16,
+                           {{"tp", 1},
+                            {"pp", 2},
+                            {"vpp", 2},
+                            {"ep", 8},
+                            {"order", "tp-cp-dp-ep-pp"}},
+                           {{"global_batch", 16},
+                            {"distributed_optimizer", true},
+                            {"overlap", {{"ep_comm", true}, {"dp_grad_reduce", true}}}});
+  doc["model"]["moe"] = {{"experts", 16},
+                         {"topk", 2},
+                         {"ffn_hidden", 1408},
+                         {"router_imbalance", {{"skew", 0.5}}}};
+  check_agreement(doc);
+}

@@ -79,3 +79,30 @@ TEST_CASE("EP across nodes shows the communication wall; inside a node it hides"
   CHECK(across.walls.communication.share > inside.walls.communication.share);
   CHECK(across.walls.communication.contributor == "ep");
 }
+
+TEST_CASE("the EP overlap hides part of the all-to-all behind another micro-batch",
+          "[models][simulate][moe]") {
+  // EP across the two nodes (order tp-cp-dp-ep-pp), pp 1, global batch 64 over dp 16: four
+  // micro-batches per rank. With overlap.ep_comm each backward pairs with the next
+  // forward, and their dispatches and combines run beside the other's attention and experts
+  // (mechanics.md §4.2), so the exposed EP time falls and so does the step.
+  json doc = moe_config();
+  doc["parallel"]["order"] = "tp-cp-dp-ep-pp";
+  doc["training"]["global_batch"] = 64;
+  const RunSummary serial = run(doc);
+  doc["training"]["overlap"] = {{"ep_comm", true}};
+  const RunSummary overlapped = run(doc);
+  CHECK(exposed_ep(overlapped) < 0.6 * exposed_ep(serial));
+  CHECK(overlapped.iteration_time_s < serial.iteration_time_s);
+}
+
+TEST_CASE("the EP overlap with plain 1F1B over several stages is refused",
+          "[models][simulate][moe]") {
+  json doc = moe_config();
+  doc["parallel"]["pp"] = 2;
+  doc["training"]["overlap"] = {{"ep_comm", true}};
+  const std::string root = WALLSIM_SOURCE_ROOT;
+  CHECK_THROWS_WITH(run_config_from_json(doc, root + "/configs/examples/test.json"),
+                    Catch::Matchers::Contains("training.overlap.ep_comm") &&
+                        Catch::Matchers::Contains("vpp > 1"));
+}
