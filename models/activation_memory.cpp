@@ -49,8 +49,8 @@ Split mla_attention_per_token(const ModelSpec& m, const MlaSpec& mla, const Acti
   const double value = n * d(mla.v_head_dim);
   // Recomputing mla_up_proj re-derives Q, K, V from the latents in the backward: not kept.
   const double up_outputs = s.recompute_mla_up_proj ? 0.0 : 1.0;
-  a.sharded = up_outputs * (2 * qk + 2 * qk + 2 * value) /* Q, K, V */ +
-              2 * value /* projection input */;
+  a.sharded =
+      up_outputs * (2 * qk + 2 * qk + 2 * value) /* Q, K, V */ + 2 * value /* projection input */;
   return a;
 }
 

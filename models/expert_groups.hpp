@@ -17,10 +17,10 @@
 namespace wallsim::models {
 
 struct ExpertGroups {
-  RankGroups ep;      // all-to-all dispatch and combine
-  RankGroups etp;     // expert tensor parallelism
-  RankGroups edp;     // expert gradients reduce here
-  RankGroups tp_ep;   // the allgather / flex dispatchers' group (ETP × EP)
+  RankGroups ep;     // all-to-all dispatch and combine
+  RankGroups etp;    // expert tensor parallelism
+  RankGroups edp;    // expert gradients reduce here
+  RankGroups tp_ep;  // the allgather / flex dispatchers' group (ETP × EP)
 };
 
 ExpertGroups expert_groups(const Layout& layout);

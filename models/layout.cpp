@@ -81,9 +81,9 @@ CpLayout check_context(const ModelSpec& m, const ParallelSpec& p, const Training
   } else if (cp.type == CpCommType::kA2aP2p) {
     cp.a2a = (*p.hierarchical_cp)[0];
     cp.p2p = (*p.hierarchical_cp)[1];
-    require(cp.a2a * cp.p2p == p.cp, where, "parallel.hierarchical_cp", cp.a2a * cp.p2p,
-            "a2a_size·p2p_size = " + str(cp.a2a) + "·" + str(cp.p2p) + " must equal cp = " +
-                str(p.cp));
+    require(
+        cp.a2a * cp.p2p == p.cp, where, "parallel.hierarchical_cp", cp.a2a * cp.p2p,
+        "a2a_size·p2p_size = " + str(cp.a2a) + "·" + str(cp.p2p) + " must equal cp = " + str(p.cp));
   }
   if (p.cp == 1) return cp;
   if (!t.flash_attention) {
@@ -177,11 +177,9 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
     layout.notes.push_back("sequence_parallel switched off: it needs tp > 1 (as Megatron does)");
   }
   check_batch(training, layout.sizes, where);
-  check_sequence(training, layout.sizes, layout.sequence_parallel, parallel.cp_load_balance,
-                 where);
+  check_sequence(training, layout.sizes, layout.sequence_parallel, parallel.cp_load_balance, where);
   layout.cp = check_context(model, parallel, training, where);
-  layout.expert =
-      check_experts(model, parallel, num_gpus, layout.sequence_parallel, where);
+  layout.expert = check_experts(model, parallel, num_gpus, layout.sequence_parallel, where);
   // Combined forward/backward pairs need the extra warm-up micro-batch interleaving gives: with
   // plain 1F1B each pair would wait for the neighbouring stage's pair.
   if (model.moe && training.overlap.ep_comm && parallel.pp > 1 && parallel.vpp == 1) {

@@ -31,18 +31,18 @@ const char* to_string(CpCommType type);
 
 struct CpLayout {
   CpCommType type = CpCommType::kP2p;
-  std::int64_t a2a = 1;  // ranks in one all-to-all group
-  std::int64_t p2p = 1;  // ranks in one ring
+  std::int64_t a2a = 1;      // ranks in one all-to-all group
+  std::int64_t p2p = 1;      // ranks in one ring
   bool load_balance = true;  // zig-zag chunks; false: contiguous, the last rank does the most
 };
 
 // The MoE grid folded over the same GPUs (Megatron's parallel folding, mechanics.md §4.2):
 // ETP × EP × EDP × PP = world, the PP groups shared with the attention grid.
 struct ExpertLayout {
-  std::int64_t etp = 1;  // expert tensor parallelism
-  std::int64_t ep = 1;   // expert parallelism
-  std::int64_t edp = 1;  // expert data parallelism = world / (etp·ep·pp)
-  std::string dispatcher = "alltoall";  // alltoall | allgather | flex
+  std::int64_t etp = 1;                  // expert tensor parallelism
+  std::int64_t ep = 1;                   // expert parallelism
+  std::int64_t edp = 1;                  // expert data parallelism = world / (etp·ep·pp)
+  std::string dispatcher = "alltoall";   // alltoall | allgather | flex
   std::string group_style = "megatron";  // megatron | deepspeed
 };
 

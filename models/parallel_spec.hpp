@@ -1,10 +1,10 @@
 // The `parallel` section of a run config: how the job is split over GPUs.
 //
 // Keys and defaults (models/README.md): tp 1, sequence_parallel false, cp 1, cp_comm_type
-// "p2p", hierarchical_cp (a2a+p2p only: [a2a_size, p2p_size]), cp_load_balance true, pp 1, vpp 1, first_stage_layers /
-// last_stage_layers (Megatron's --decoder-first/last-pipeline-num-layers; absent = even split),
-// ep 1, etp 1, moe_dispatcher "alltoall", ep_group_style "megatron", order "tp-cp-ep-dp-pp",
-// dp (optional; must equal num_gpus / (tp·cp·pp)).
+// "p2p", hierarchical_cp (a2a+p2p only: [a2a_size, p2p_size]), cp_load_balance true, pp 1, vpp 1,
+// first_stage_layers / last_stage_layers (Megatron's --decoder-first/last-pipeline-num-layers;
+// absent = even split), ep 1, etp 1, moe_dispatcher "alltoall", ep_group_style "megatron", order
+// "tp-cp-ep-dp-pp", dp (optional; must equal num_gpus / (tp·cp·pp)).
 #pragma once
 
 #include <array>

@@ -13,9 +13,6 @@
 namespace wallsim::models {
 namespace {
 
-// From this EP size on the flow model's all-to-alls (n·(n−1) flows each) dominate a run.
-constexpr std::int64_t kLargeFlowAllToAll = 32;
-
 // Where each section's JSON came from: a file of its own (path "$") or the run config.
 struct SectionSource {
   std::string file;
@@ -112,13 +109,6 @@ RunConfig run_config_from_json(nlohmann::json document, const std::string& file,
   if (config.model.name.empty()) config.model.name = "model";
   config.layout =
       make_layout(config.model, config.parallel, config.training, config.num_gpus, label);
-  // Every all-to-all of n ranks is n·(n−1) concurrent flows in the flow model.
-  if (config.model.moe && config.layout.expert.ep >= kLargeFlowAllToAll &&
-      config.simulation.network == "flow") {
-    config.layout.notes.push_back("ep = " + std::to_string(config.layout.expert.ep) +
-                                  " all-to-alls are slow to solve with the flow network model; "
-                                  "simulation.network=analytical times them in a fraction");
-  }
   return config;
 }
 

@@ -61,9 +61,8 @@ SweepSetup load_setup(const SweepOptions& options) {
       {},
       {}};
   const auto& parsed = setup.base.parsed;
-  setup.space = models::default_space(
-      {parsed.model.layers, setup.base.num_gpus, parsed.cluster.gpus_per_node,
-       parsed.training.seq_len});
+  setup.space = models::default_space({parsed.model.layers, setup.base.num_gpus,
+                                       parsed.cluster.gpus_per_node, parsed.training.seq_len});
   for (const auto& assignment : options.vary) models::apply_vary(setup.space, assignment);
   setup.profile = run_profile(parsed);
   return setup;

@@ -105,9 +105,10 @@ NetworkCommService::NetworkCommService(Engine& engine, const Topology& topology,
       network_(network),
       program_(program),
       capacities_(effective_capacities(topology, profile)),
-      class_offsets_(!program.class_offsets.empty()
-                         ? program.class_offsets
-                         : class_offsets(program.global_rank, program.groups, program.group_ranks)) {}
+      class_offsets_(
+          !program.class_offsets.empty()
+              ? program.class_offsets
+              : class_offsets(program.global_rank, program.groups, program.group_ranks)) {}
 
 CollectivePlan NetworkCommService::plan_group(const std::vector<int>& ranks,
                                               std::uint32_t payload) const {

@@ -102,8 +102,7 @@ std::string describe_layout(const RunConfig& config) {
     text += " ep" + std::to_string(layout.expert.ep) + " etp" + std::to_string(layout.expert.etp) +
             " " + layout.expert.dispatcher;
   }
-  text += " mb" +
-          std::to_string(config.training.micro_batch) + " m" +
+  text += " mb" + std::to_string(config.training.micro_batch) + " m" +
           std::to_string(layout.num_microbatches);
   return text;
 }

@@ -63,8 +63,8 @@ CpAttentionPlan cp_attention_plan(const LayerDims& d, const CpLayout& cp, std::i
   const double local_tokens = static_cast<double>(d.tokens());
   if (cp.type == CpCommType::kAllGather) {
     plan.steps = {gathered_calls(d, cp, position)};
-    plan.gather_kv_bytes = kBf16Bytes * 2.0 * product(d.batch, d.full_seq, d.kv_heads / d.tp,
-                                                      d.head_dim);
+    plan.gather_kv_bytes =
+        kBf16Bytes * 2.0 * product(d.batch, d.full_seq, d.kv_heads / d.tp, d.head_dim);
     return plan;
   }
   const std::int64_t a2a = cp.type == CpCommType::kP2p ? 1 : cp.a2a;
@@ -143,8 +143,8 @@ Deps CpAttention::forward(const Deps& producer) {
   }
   Deps done{*last_attention};
   if (plan_.a2a_out_bytes > 0) {
-    done = {exchange("cp a2a out", CollectiveOp::kAllToAll, plan_.a2a_out_bytes,
-                     setting_.a2a_group, done)};
+    done = {exchange("cp a2a out", CollectiveOp::kAllToAll, plan_.a2a_out_bytes, setting_.a2a_group,
+                     done)};
   }
   return done;
 }

@@ -35,8 +35,8 @@ void DataParallelOps::build_buckets() {
     const bool bucketing = setting_.overlap_grad_reduce && setting_.first_stage && chunk == 0;
     const auto& units = chunk_units_[chunk];
     for (const bool expert : {false, true}) {
-      const double size = default_bucket_params(expert ? setting_.expert_group_size
-                                                       : setting_.group_size);
+      const double size =
+          default_bucket_params(expert ? setting_.expert_group_size : setting_.group_size);
       Bucket open{static_cast<std::int64_t>(chunk), 0, {}, expert};
       for (std::size_t u = 0; u < units.size(); ++u) {
         if (units[u].expert != expert) continue;

@@ -10,15 +10,15 @@
 //
 // Routed-expert parameters (ParamUnit::expert) have buffers and buckets of their own, reduced
 // and gathered over the expert-DP group (Megatron's expert_parallel_buffers); their optimizer
-// shard is over expert DP. Gradients reduce over DP×CP with a reduce-scatter (distributed optimizer) or an all-reduce,
-// 4 bytes per parameter (2 with grad_reduce_dtype bf16), on stream kDp: with overlap each
-// bucket right after the last of its gradients is ready in the last micro-batch's backward,
-// otherwise after the whole backward. Tied embeddings on pp > 1 then all-reduce the embedding
-// gradient between the first and last stage. The optimizer step streams 30 bytes per parameter
-// of the local shard (Adam: read fp32 master, grad, m, v; write master, m, v; write the bf16
-// parameter). The distributed optimizer all-gathers the updated bf16 parameters per bucket:
-// after the step, or with overlap_param_gather lazily in the next forward, which this step's
-// first micro-batch stands for (steady state): bucket i's first use waits for its all-gather
+// shard is over expert DP. Gradients reduce over DP×CP with a reduce-scatter (distributed
+// optimizer) or an all-reduce, 4 bytes per parameter (2 with grad_reduce_dtype bf16), on stream
+// kDp: with overlap each bucket right after the last of its gradients is ready in the last
+// micro-batch's backward, otherwise after the whole backward. Tied embeddings on pp > 1 then
+// all-reduce the embedding gradient between the first and last stage. The optimizer step streams 30
+// bytes per parameter of the local shard (Adam: read fp32 master, grad, m, v; write master, m, v;
+// write the bf16 parameter). The distributed optimizer all-gathers the updated bf16 parameters per
+// bucket: after the step, or with overlap_param_gather lazily in the next forward, which this
+// step's first micro-batch stands for (steady state): bucket i's first use waits for its all-gather
 // and dispatches bucket i+1's (Megatron's forward pre-hook), so the first one is exposed.
 #pragma once
 

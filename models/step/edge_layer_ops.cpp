@@ -116,8 +116,8 @@ OpIndex LayerOps::mtp_forward(std::int64_t microbatch, const Deps& deps) {
     tag(microbatch, std::nullopt, "mtp" + std::to_string(m));
     emit_.memory_bound("final norm fwd", norm_forward_bytes());
     output_linear_.column_forward("linear", output_shape());
-    const double logits = static_cast<double>(dims_.tokens()) *
-                          static_cast<double>(output_shape().n);
+    const double logits =
+        static_cast<double>(dims_.tokens()) * static_cast<double>(output_shape().n);
     last = emit_.memory_bound("cross-entropy fwd", 2.0 * kFp32Bytes * logits);
     input = {last};
   }
@@ -129,8 +129,8 @@ OpIndex LayerOps::mtp_backward(std::int64_t microbatch, const Deps& deps,
   Deps input = deps;
   for (std::int64_t m = dims_.mtp_layers; m-- > 0;) {
     tag(microbatch, std::nullopt, "mtp" + std::to_string(m));
-    const double logits = static_cast<double>(dims_.tokens()) *
-                          static_cast<double>(output_shape().n);
+    const double logits =
+        static_cast<double>(dims_.tokens()) * static_cast<double>(output_shape().n);
     emit_.memory_bound("cross-entropy bwd", (kFp32Bytes + 2.0) * logits, input);
     // Its output-head gradient adds to the shared output weights' (counted with them).
     const LinearBackward head = output_linear_.column_backward("linear", output_shape());

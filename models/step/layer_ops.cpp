@@ -12,8 +12,8 @@ TpSetting without_overlap(TpSetting tp) {
 
 }  // namespace
 
-LayerOps::LayerOps(OpEmitter& emit, const LayerDims& dims, const TpSetting& tp,
-                   const CpSetting& cp, const RecomputePlan& recompute, const LayerMemory& memory,
+LayerOps::LayerOps(OpEmitter& emit, const LayerDims& dims, const TpSetting& tp, const CpSetting& cp,
+                   const RecomputePlan& recompute, const LayerMemory& memory,
                    bool holds_output_weights, const std::optional<MoeSpec>& moe,
                    const MoeSetting& moe_setting)
     : emit_(emit),
@@ -344,9 +344,8 @@ OpIndex LayerOps::attention_backward(std::int64_t layer, std::vector<GradReady>&
 
 std::vector<ParamUnit> LayerOps::layer_units(std::int64_t layer) const {
   const auto weights = [](const GemmShape& s) { return static_cast<double>(s.n * s.k); };
-  const std::vector<ParamUnit> attention{{weights(proj_shape()), layer},
-                                         {attention_in_params(), layer},
-                                         {dims_.norm_params, layer}};
+  const std::vector<ParamUnit> attention{
+      {weights(proj_shape()), layer}, {attention_in_params(), layer}, {dims_.norm_params, layer}};
   std::vector<ParamUnit> units;
   if (moe_layer(layer)) {
     units = moe_ops_->units(layer);

@@ -53,8 +53,7 @@ MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep) {
 MoeOps::MoeOps(OpEmitter& emit, const LayerDims& dims, const MoeSpec& moe,
                const MoeSetting& setting, TpLinear& shared_linear)
     : emit_(emit), dims_(dims), moe_(moe), setting_(setting), shared_(shared_linear) {
-  const double tokens =
-      d(dims.tokens()) / (dims.sequence_parallel ? d(dims.tp) : 1.0);
+  const double tokens = d(dims.tokens()) / (dims.sequence_parallel ? d(dims.tp) : 1.0);
   load_ = moe_load(moe, tokens, setting.ep);
   local_experts_ = moe.experts / setting.ep;
   // The allgather dispatcher hands a rank every token of the ETP×EP group for its experts:
@@ -81,8 +80,8 @@ GemmShape MoeOps::expert_fc2() const {
           moe_.ffn_hidden / setting_.etp, local_experts_};
 }
 
-OpIndex MoeOps::exchange(const std::string& name, CollectiveOp op, double bytes,
-                         GroupIndex group, const Deps& deps) {
+OpIndex MoeOps::exchange(const std::string& name, CollectiveOp op, double bytes, GroupIndex group,
+                         const Deps& deps) {
   return emit_.collective(name, op, bytes, group, OpCategory::kEp, Streams::kEp, deps);
 }
 
@@ -105,8 +104,7 @@ Deps MoeOps::dispatch(const std::string& pass, const Deps& deps) {
                     setting_.ep_group, deps)};
   if (setting_.etp > 1) {
     out = {exchange("moe etp ag " + pass, CollectiveOp::kAllGather,
-                    d(setting_.etp) * load_.received_rows * row_bytes(),
-                    setting_.etp_group, out)};
+                    d(setting_.etp) * load_.received_rows * row_bytes(), setting_.etp_group, out)};
   }
   return out;
 }
@@ -127,8 +125,7 @@ Deps MoeOps::combine(const std::string& pass, const Deps& deps) {
   Deps in = deps;
   if (setting_.etp > 1) {
     in = {exchange("moe etp rs " + pass, CollectiveOp::kReduceScatter,
-                   d(setting_.etp) * load_.received_rows * row_bytes(),
-                   setting_.etp_group, deps)};
+                   d(setting_.etp) * load_.received_rows * row_bytes(), setting_.etp_group, deps)};
   }
   const double rows = std::max(load_.sent_rows, load_.received_rows);
   return {exchange("moe combine " + pass, CollectiveOp::kAllToAll, rows * row_bytes(),
@@ -172,8 +169,7 @@ void MoeOps::forward_experts(MoeForward& state) {
 OpIndex MoeOps::forward_finish(MoeForward& state) {
   Deps after = state.combined;
   if (moe_.shared_ffn_hidden > 0) after.push_back(shared_.row_forward("shared fc2", shared_fc2()));
-  return emit_.memory_bound("unpermute fwd", (load_.sent_rows + load_.tokens) * row_bytes(),
-                            after);
+  return emit_.memory_bound("unpermute fwd", (load_.sent_rows + load_.tokens) * row_bytes(), after);
 }
 
 OpIndex MoeOps::forward(const Deps& deps) {

@@ -45,12 +45,12 @@ struct MoeSetting {
 
 // Routing arithmetic of one MoE layer on one rank, per micro-batch.
 struct MoeLoad {
-  double tokens = 0;           // T
-  double sent_rows = 0;        // rows this rank dispatches (T·k, or E·C padded)
-  double received_rows = 0;    // rows the busiest rank's local experts compute (before ETP)
-  double capacity = 0;         // C per expert and source rank (0: dropless)
-  double dropped_fraction = 0; // share of the T·k routed rows over capacity
-  double busiest_share = 0;    // the busiest EP rank's share of all routed rows
+  double tokens = 0;            // T
+  double sent_rows = 0;         // rows this rank dispatches (T·k, or E·C padded)
+  double received_rows = 0;     // rows the busiest rank's local experts compute (before ETP)
+  double capacity = 0;          // C per expert and source rank (0: dropless)
+  double dropped_fraction = 0;  // share of the T·k routed rows over capacity
+  double busiest_share = 0;     // the busiest EP rank's share of all routed rows
 };
 
 MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep);

@@ -187,7 +187,8 @@ void PipelineOps::combined(const ScheduleStep& f, const ScheduleStep& b) {
     }
     if (has_f) {
       const Deps params = parameters_for(f.microbatch, f.chunk, forward_layers[k], forward_input);
-      forward_input = {layers_.forward(f.microbatch, forward_layers[k], joined(forward_input, params))};
+      forward_input = {
+          layers_.forward(f.microbatch, forward_layers[k], joined(forward_input, params))};
     }
     if (has_b) {
       backward_input = {layers_.backward(b.microbatch, backward_layers[k], backward_input, grads)};

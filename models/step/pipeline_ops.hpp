@@ -29,8 +29,8 @@ struct PipelineSetting {
   RankIndex previous_rank = 0;  // simulated rank of stage − 1 (mod pp), same TP/CP/DP coordinates
   RankIndex next_rank = 0;      // stage + 1 (mod pp)
   double transfer_bytes = 0;    // [s'/(t if SP), b, h] · 2
-  bool mtp = false;         // the model has MTP layers (they run after the output layer)
-  bool ep_overlap = false;  // MoE with overlap.ep_comm: forward/backward pairs combined
+  bool mtp = false;             // the model has MTP layers (they run after the output layer)
+  bool ep_overlap = false;      // MoE with overlap.ep_comm: forward/backward pairs combined
 };
 
 class PipelineOps {

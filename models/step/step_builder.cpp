@@ -1,8 +1,8 @@
 // build_step: which ranks are simulated, the replay groups they use, and each rank's program
 // (pipeline schedule with its layers, TP, PP and DP communication, optimizer step).
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 
 #include "models/activation_memory.hpp"
 #include "models/expert_groups.hpp"
@@ -89,7 +89,8 @@ RankGroups cp_subgroups(const RankGroups& cp_groups, std::int64_t a2a, bool ring
     for (std::int64_t k = 0; k < count; ++k) {
       std::vector<std::int64_t> members;
       for (std::int64_t i = 0; i < n; ++i) {
-        if (rings ? i % a2a == k : i / a2a == k) members.push_back(group[static_cast<std::size_t>(i)]);
+        if (rings ? i % a2a == k : i / a2a == k)
+          members.push_back(group[static_cast<std::size_t>(i)]);
       }
       out.push_back(std::move(members));
     }
@@ -292,7 +293,8 @@ double rank_model_flops(const RunConfig& c, std::int64_t stage) {
   const double attention =
       attention_linear_flops_per_token(m) + attention_core_flops_per_token(m, c.training.seq_len);
   double per_token = 0;
-  for (const ChunkLayers& chunk : c.layout.placement.stages[static_cast<std::size_t>(stage)].chunks) {
+  for (const ChunkLayers& chunk :
+       c.layout.placement.stages[static_cast<std::size_t>(stage)].chunks) {
     for (std::int64_t l = chunk.first_layer; l < chunk.first_layer + chunk.count; ++l) {
       per_token += attention + layer_mlp_flops_per_token(m, l);
     }

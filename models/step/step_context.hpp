@@ -31,8 +31,8 @@ struct LayerDims {
   bool sequence_parallel = false;
   bool dropout = false;
   bool attention_dropout = false;
-  std::optional<MlaSpec> mla;    // multi-head latent attention instead of Q, K, V projections
-  std::int64_t layers = 0;       // decoder layers L; MTP layers are indexed L, L + 1, ...
+  std::optional<MlaSpec> mla;  // multi-head latent attention instead of Q, K, V projections
+  std::int64_t layers = 0;     // decoder layers L; MTP layers are indexed L, L + 1, ...
   std::int64_t mtp_layers = 0;
   bool flash_attention = true;  // false: Megatron's unfused core attention (two batched GEMMs,
                                 // a fused scale-mask-softmax and dropout over the s² scores)

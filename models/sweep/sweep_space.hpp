@@ -4,10 +4,10 @@
 // order (tp varies slowest, then sp, cp, pp, vpp, micro_batch, recompute, distributed
 // optimizer, overlap), so an index names the same point on every machine and in every shard.
 // The default space (default_space) on a dense model: tp ∈ {1,2,4,8}
-// within a node, sequence parallelism on, cp = 1 (∈ {1,2,4,8} from 16K tokens), pp over the divisors of the GPU count that
-// fit the layers, vpp over the splits the layers allow, micro_batch ∈ {1,2,4},
-// recompute ∈ {none, selective, full}, distributed optimizer and overlaps on. `--vary k=v,...`
-// replaces a knob's list (apply_vary).
+// within a node, sequence parallelism on, cp = 1 (∈ {1,2,4,8} from 16K tokens), pp over the
+// divisors of the GPU count that fit the layers, vpp over the splits the layers allow, micro_batch
+// ∈ {1,2,4}, recompute ∈ {none, selective, full}, distributed optimizer and overlaps on. `--vary
+// k=v,...` replaces a knob's list (apply_vary).
 #pragma once
 
 #include <cstdint>

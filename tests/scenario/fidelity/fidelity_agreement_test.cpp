@@ -185,56 +185,43 @@ TEST_CASE("class offsets come from the groups that hold one replayed rank",
 TEST_CASE("symmetric agrees with full: tp4 sp cp4 pp2 dp2 on 64 GPUs, p2p ring across nodes",
           "[scenario][fidelity][cp]") {
   // CP groups stride by tp = 4, so each 4-rank ring spans two nodes; seq 16K, 4K per rank.
-  check_agreement(layout_config(64,
-                                {{"tp", 4}, {"sequence_parallel", true}, {"cp", 4}, {"pp", 2}},
-                                {{"seq_len", 16384}, {"global_batch", 8},
-                                 {"distributed_optimizer", true}}));
+  check_agreement(
+      layout_config(64, {{"tp", 4}, {"sequence_parallel", true}, {"cp", 4}, {"pp", 2}},
+                    {{"seq_len", 16384}, {"global_batch", 8}, {"distributed_optimizer", true}}));
 }
 
 TEST_CASE("symmetric agrees with full where classes split: contiguous CP (no load balance)",
           "[scenario][fidelity][cp]") {
   // Without the zig-zag split CP rank r does r + 1/2 blocks of attention: one class per CP
   // position.
-  check_agreement(layout_config(64,
-                                {{"tp", 4},
-                                 {"sequence_parallel", true},
-                                 {"cp", 4},
-                                 {"cp_load_balance", false},
-                                 {"pp", 2}},
-                                {{"seq_len", 16384}, {"global_batch", 8},
-                                 {"distributed_optimizer", true}}));
+  check_agreement(layout_config(
+      64,
+      {{"tp", 4}, {"sequence_parallel", true}, {"cp", 4}, {"cp_load_balance", false}, {"pp", 2}},
+      {{"seq_len", 16384}, {"global_batch", 8}, {"distributed_optimizer", true}}));
 }
 
 TEST_CASE("symmetric agrees with full: a2a+p2p CP and all_gather CP", "[scenario][fidelity][cp]") {
   json parallel = {{"tp", 2}, {"sequence_parallel", true}, {"cp", 4}, {"pp", 2}};
   parallel["cp_comm_type"] = "a2a+p2p";
   parallel["hierarchical_cp"] = {2, 2};
-  check_agreement(layout_config(32, parallel,
-                                {{"seq_len", 16384}, {"global_batch", 8},
-                                 {"distributed_optimizer", true}}));
+  check_agreement(layout_config(
+      32, parallel, {{"seq_len", 16384}, {"global_batch", 8}, {"distributed_optimizer", true}}));
   parallel.erase("hierarchical_cp");
   parallel["cp_comm_type"] = "all_gather";
-  check_agreement(layout_config(32, parallel,
-                                {{"seq_len", 16384}, {"global_batch", 8},
-                                 {"distributed_optimizer", true}}));
+  check_agreement(layout_config(
+      32, parallel, {{"seq_len", 16384}, {"global_batch", 8}, {"distributed_optimizer", true}}));
 }
 
 TEST_CASE("symmetric agrees with full: MoE, EP across nodes, skewed routing, EP overlap",
           "[scenario][fidelity][moe]") {
   // 16 experts over ep 8 (stride 2 with order tp-cp-dp-ep-pp: both nodes), pp 2 with vpp 2
   // and the EP overlap, routing skewed so one EP rank is the busiest.
-  json doc = layout_config(16,
-                           {{"tp", 1},
-                            {"pp", 2},
-                            {"vpp", 2},
-                            {"ep", 8},
-                            {"order", "tp-cp-dp-ep-pp"}},
-                           {{"global_batch", 16},
-                            {"distributed_optimizer", true},
-                            {"overlap", {{"ep_comm", true}, {"dp_grad_reduce", true}}}});
-  doc["model"]["moe"] = {{"experts", 16},
-                         {"topk", 2},
-                         {"ffn_hidden", 1408},
-                         {"router_imbalance", {{"skew", 0.5}}}};
+  json doc =
+      layout_config(16, {{"tp", 1}, {"pp", 2}, {"vpp", 2}, {"ep", 8}, {"order", "tp-cp-dp-ep-pp"}},
+                    {{"global_batch", 16},
+                     {"distributed_optimizer", true},
+                     {"overlap", {{"ep_comm", true}, {"dp_grad_reduce", true}}}});
+  doc["model"]["moe"] = {
+      {"experts", 16}, {"topk", 2}, {"ffn_hidden", 1408}, {"router_imbalance", {{"skew", 0.5}}}};
   check_agreement(doc);
 }

@@ -26,9 +26,8 @@ ModelSpec moe_model() {
   return m;
 }
 
-Layout layout(std::int64_t gpus, std::int64_t tp, std::int64_t cp, std::int64_t pp,
-              std::int64_t ep, std::int64_t etp, const std::string& style = "megatron",
-              bool sp = true) {
+Layout layout(std::int64_t gpus, std::int64_t tp, std::int64_t cp, std::int64_t pp, std::int64_t ep,
+              std::int64_t etp, const std::string& style = "megatron", bool sp = true) {
   ParallelSpec p;
   p.tp = tp;
   p.cp = cp;

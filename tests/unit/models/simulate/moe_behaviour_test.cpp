@@ -33,7 +33,10 @@ json moe_config() {
           {"num_gpus", 16},
           {"parallel", {{"tp", 1}, {"ep", 8}}},
           {"training",
-           {{"seq_len", 4096}, {"micro_batch", 1}, {"global_batch", 32}, {"distributed_optimizer", true}}},
+           {{"seq_len", 4096},
+            {"micro_batch", 1},
+            {"global_batch", 32},
+            {"distributed_optimizer", true}}},
           {"simulation", {{"fidelity", "symmetric"}, {"network", "flow"}}}};
 }
 

@@ -76,8 +76,7 @@ TEST_CASE("allgather: all-gather and reduce-scatter of every token over ETPxEP",
   for (const auto& p : c.forward) CHECK(p.bytes == 8.0 * 2048 * kRow);
 }
 
-TEST_CASE("flex: one exchange over ETPxEP sends a token to each node once",
-          "[models][step][moe]") {
+TEST_CASE("flex: one exchange over ETPxEP sends a token to each node once", "[models][step][moe]") {
   // 8 GPUs on one node: each token crosses to min(k, 1 node) = 1 destination: T rows.
   const LayerEp c = layer_ep(moe_config("flex"));
   REQUIRE(c.forward.size() == 2);
