@@ -24,6 +24,14 @@ EventBudgetExceeded::EventBudgetExceeded(std::uint64_t budget, Time at, const st
     : std::runtime_error(message), budget_(budget), at_(at) {}
 
 EventId Engine::schedule_at(Time at, Callback callback) {
+  return push(at, false, std::move(callback));
+}
+
+EventId Engine::schedule_late(Time at, Callback callback) {
+  return push(at, true, std::move(callback));
+}
+
+EventId Engine::push(Time at, bool late, Callback callback) {
   if (at < now_) throw std::logic_error("Engine: event scheduled in the past");
   const EventId id = next_seq_++;
   std::uint32_t slot;
@@ -38,7 +46,7 @@ EventId Engine::schedule_at(Time at, Callback callback) {
   finished_.push_back(false);
   cancelled_.push_back(false);
   // Sift up.
-  const Key key{at, id, slot};
+  const Key key{at, id, slot, late};
   std::size_t hole = heap_.size();
   heap_.push_back(key);
   while (hole > 0) {

@@ -1,7 +1,10 @@
 // The discrete-event engine.
 //
-// Events are ordered by (time, sequence number): two events at the same time run in the
-// order they were scheduled, so the same input always gives the same event order. An event
+// Events are ordered by (time, lateness, sequence number): two events at the same time run in
+// the order they were scheduled, so the same input always gives the same event order. A *late*
+// event (schedule_late) runs after every ordinary event of its time, including ordinary events
+// that other events of that time schedule for it: models that gather the changes of one instant
+// and settle them once (the flow network's rate solve) use it. An event
 // may be cancelled through the id `schedule_at` returned; cancelled events are skipped
 // lazily when they reach the front of the queue. Scheduling in the past is a logic error.
 //
@@ -54,6 +57,9 @@ class Engine {
   EventId schedule_after(Time delay, Callback callback) {
     return schedule_at(now_ + delay, std::move(callback));
   }
+  // Schedules `callback` at `at` (>= now()) after every ordinary event of that time; late
+  // events of one time run in the order they were scheduled.
+  EventId schedule_late(Time at, Callback callback);
 
   // Cancels a pending event; returns false when it already ran or was cancelled.
   bool cancel(EventId id);
@@ -76,10 +82,14 @@ class Engine {
     Time at;
     EventId seq;
     std::uint32_t slot;  // index into callbacks_
+    bool late;
   };
   static bool earlier(const Key& a, const Key& b) {
-    return a.at != b.at ? a.at < b.at : a.seq < b.seq;
+    if (a.at != b.at) return a.at < b.at;
+    if (a.late != b.late) return b.late;
+    return a.seq < b.seq;
   }
+  EventId push(Time at, bool late, Callback callback);
   bool step(Time limit);
   void pop_front();
 

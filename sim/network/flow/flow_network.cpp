@@ -13,7 +13,7 @@ namespace wallsim {
 namespace {
 
 // A rate that moved by less than this fraction is treated as unchanged, so rounding noise in
-// a recomputation does not cancel and reschedule completion events for nothing.
+// a recomputation does not reschedule a completion for nothing.
 constexpr double kRateChangeTolerance = 1e-12;
 
 // One flow on one link: which flow, and which hop of that flow's path this link is.
@@ -39,10 +39,24 @@ struct FlowState {
   double multiplicity = 1;
   double cap_Bps = 0;
   Time updated_at;
-  std::optional<EventId> completion;
+  std::optional<Time> due;  // when the last byte arrives at the current rate
+  std::uint64_t due_version = 0;  // which queue entry is this flow's current one
   FlowNetwork::Done done;
   std::uint64_t visit = 0;
 };
+
+// A completion waiting in the queue; stale once its flow ended or was rescheduled.
+struct Due {
+  Time at;
+  FlowId id;
+  std::uint64_t version;
+  std::uint32_t slot;
+};
+
+// std heaps are max-heaps; "later" entries sink, so the top is the earliest (time, then id).
+bool later(const Due& a, const Due& b) {
+  return a.at != b.at ? a.at > b.at : a.id > b.id;
+}
 
 }  // namespace
 
@@ -57,10 +71,22 @@ struct FlowNetwork::State {
   FlowId next_id = 0;
   std::uint64_t started = 0;
   std::uint64_t recomputed = 0;
+  std::uint64_t solved = 0;
   std::uint64_t visit_stamp = 0;
 
-  // Scratch reused by every recomputation.
-  std::vector<std::uint32_t> component_links, component_flows, seeds, local_path;
+  // Changes waiting for the settle of this instant.
+  std::vector<std::uint32_t> dirty_links;
+  std::optional<Time> settle_at;  // a settle event is queued for this time
+  std::optional<EventId> settle_event;
+
+  // Completion queue (min-heap of Due) and the one engine event that wakes the network.
+  std::vector<Due> dues;
+  std::size_t live_dues = 0;
+  std::optional<EventId> wakeup;
+  Time wakeup_at;
+
+  // Scratch reused by every recomputation and batch.
+  std::vector<std::uint32_t> component_links, component_flows, local_path;
   MaxMinProblem problem;
   MaxMinSolver solver;
   std::vector<double> rates_Bps;
@@ -72,12 +98,18 @@ struct FlowNetwork::State {
   std::uint32_t allocate_slot();
   void attach(std::uint32_t slot);
   void detach(std::uint32_t slot);
-  void collect_component(std::span<const std::uint32_t> seed_links);
+  void mark_dirty(std::uint32_t slot);
+  void request_settle();
+  void settle();
+  void collect_component();
   void build_problem();
-  void recompute(std::span<const std::uint32_t> seed_links);
   void apply_rate(std::uint32_t slot, double rate_Bps);
-  void schedule_completion(std::uint32_t slot);
-  void complete(std::uint32_t slot);
+  bool is_live(const Due& entry) const;
+  void push_due(std::uint32_t slot);
+  void drop_stale_dues();
+  void arm_wakeup();
+  void wake();
+  void finish(std::uint32_t slot);
 };
 
 std::uint32_t FlowNetwork::State::allocate_slot() {
@@ -113,15 +145,32 @@ void FlowNetwork::State::detach(std::uint32_t slot) {
   }
 }
 
-// Breadth-first search over link -> flows -> links from the seeds: the flows whose rates can
-// depend on what changed. Flows are sorted by id so the solver sees them in an order that does
-// not depend on how crossings were added and removed; links stay in BFS order, which follows
-// from the flow order and the seeds (sorting them too cost 12% of the benchmark).
-void FlowNetwork::State::collect_component(std::span<const std::uint32_t> seed_links) {
+void FlowNetwork::State::mark_dirty(std::uint32_t slot) {
+  const auto& path = flows[slot].links;
+  dirty_links.insert(dirty_links.end(), path.begin(), path.end());
+  request_settle();
+}
+
+void FlowNetwork::State::request_settle() {
+  const Time now = engine.now();
+  if (settle_at == now) return;
+  settle_at = now;
+  settle_event = engine.schedule_late(now, [this] {
+    settle_at.reset();
+    settle_event.reset();
+    settle();
+  });
+}
+
+// Breadth-first search over link -> flows -> links from the dirty links: the flows whose rates
+// can depend on what changed. Flows are sorted by id so the solver sees them in an order that
+// does not depend on how crossings were added and removed; links stay in BFS order, which
+// follows from the flow order and the seeds.
+void FlowNetwork::State::collect_component() {
   ++visit_stamp;
   component_links.clear();
   component_flows.clear();
-  for (std::uint32_t link : seed_links) {
+  for (std::uint32_t link : dirty_links) {
     if (links[link].visit == visit_stamp) continue;
     links[link].visit = visit_stamp;
     component_links.push_back(link);
@@ -156,58 +205,109 @@ void FlowNetwork::State::build_problem() {
   }
 }
 
-void FlowNetwork::State::recompute(std::span<const std::uint32_t> seed_links) {
-  collect_component(seed_links);
+// The one solve of this instant, over every component that a start or an end touched.
+void FlowNetwork::State::settle() {
+  if (dirty_links.empty()) return;
+  collect_component();
+  dirty_links.clear();
   if (component_flows.empty()) return;
   build_problem();
   solver.solve(problem, rates_Bps);
+  ++solved;
   recomputed += component_flows.size();
   for (std::size_t i = 0; i < component_flows.size(); ++i) {
     apply_rate(component_flows[i], rates_Bps[i]);
   }
+  arm_wakeup();
 }
 
 // Bytes are brought up to date lazily, only when the rate they were sent at changes.
 void FlowNetwork::State::apply_rate(std::uint32_t slot, double rate_Bps) {
   FlowState& flow = flows[slot];
   const bool unchanged = std::abs(rate_Bps - flow.rate_Bps) <= kRateChangeTolerance * flow.rate_Bps;
-  if (unchanged && flow.completion) return;
+  if (unchanged && flow.due) return;
   const Time now = engine.now();
   const double sent = flow.rate_Bps * (now - flow.updated_at).seconds();
   flow.remaining_bytes = std::max(0.0, flow.remaining_bytes - sent);
   flow.updated_at = now;
   flow.rate_Bps = rate_Bps;
-  if (flow.completion) engine.cancel(*flow.completion);
-  flow.completion.reset();
-  schedule_completion(slot);
+  if (flow.due) --live_dues;
+  flow.due.reset();
+  // A zero rate (only possible through rounding on a saturated link) leaves the flow waiting
+  // for the next recomputation instead of being due at the end of time.
+  if (rate_Bps > 0) push_due(slot);
 }
 
-void FlowNetwork::State::schedule_completion(std::uint32_t slot) {
+bool FlowNetwork::State::is_live(const Due& entry) const {
+  const FlowState& flow = flows[entry.slot];
+  return flow.active && flow.id == entry.id && flow.due_version == entry.version;
+}
+
+void FlowNetwork::State::push_due(std::uint32_t slot) {
   FlowState& flow = flows[slot];
-  // A zero rate (only possible through rounding on a saturated link) leaves the flow waiting
-  // for the next recomputation instead of scheduling an event at the end of time.
-  if (!(flow.rate_Bps > 0)) return;
-  const Time eta = Time::from_seconds(flow.remaining_bytes / flow.rate_Bps);
-  const FlowId id = flow.id;
-  flow.completion = engine.schedule_at(engine.now() + eta, [this, slot, id] {
-    if (flows[slot].id == id && flows[slot].active) complete(slot);
+  flow.due = engine.now() + Time::from_seconds(flow.remaining_bytes / flow.rate_Bps);
+  dues.push_back(Due{*flow.due, flow.id, ++flow.due_version, slot});
+  std::push_heap(dues.begin(), dues.end(), later);
+  ++live_dues;
+}
+
+// Entries go stale when a flow is rescheduled; the heap is rebuilt from the live ones when
+// stale entries outnumber them, so it stays within twice the active flows.
+void FlowNetwork::State::drop_stale_dues() {
+  if (dues.size() > 2 * live_dues + 64) {
+    std::erase_if(dues, [this](const Due& entry) { return !is_live(entry); });
+    std::make_heap(dues.begin(), dues.end(), later);
+  }
+  while (!dues.empty() && !is_live(dues.front())) {
+    std::pop_heap(dues.begin(), dues.end(), later);
+    dues.pop_back();
+  }
+}
+
+// Keeps exactly one wakeup event queued, at the earliest live due time.
+void FlowNetwork::State::arm_wakeup() {
+  drop_stale_dues();
+  if (dues.empty()) {
+    if (wakeup) engine.cancel(*wakeup);
+    wakeup.reset();
+    return;
+  }
+  const Time at = dues.front().at;
+  if (wakeup && wakeup_at == at) return;
+  if (wakeup) engine.cancel(*wakeup);
+  wakeup_at = at;
+  wakeup = engine.schedule_at(at, [this] {
+    wakeup.reset();
+    wake();
   });
 }
 
-// The flow leaves its links, the flows it shared them with get their new rates, and only
-// then its callback runs, so anything the callback starts sees a settled network.
-void FlowNetwork::State::complete(std::uint32_t slot) {
+// Ends every flow due within the tolerance of now, then runs their callbacks in order.
+void FlowNetwork::State::wake() {
+  const Time horizon = engine.now() + kCompletionTolerance;
+  std::vector<Done> callbacks;
+  for (drop_stale_dues(); !dues.empty() && dues.front().at <= horizon; drop_stale_dues()) {
+    const std::uint32_t slot = dues.front().slot;
+    finish(slot);
+    callbacks.push_back(std::move(flows[slot].done));
+    flows[slot].done = nullptr;
+  }
+  arm_wakeup();
+  for (Done& done : callbacks) {
+    if (done) done();
+  }
+}
+
+// The flow leaves its links, which are marked for this instant's settle.
+void FlowNetwork::State::finish(std::uint32_t slot) {
   FlowState& flow = flows[slot];
-  flow.completion.reset();
+  if (flow.due) --live_dues;
+  flow.due.reset();
   detach(slot);
-  seeds.assign(flow.links.begin(), flow.links.end());
-  Done done = std::move(flow.done);
+  mark_dirty(slot);
   flow.active = false;
-  flow.done = nullptr;
   slot_of.erase(flow.id);
   free_slots.push_back(slot);
-  recompute(seeds);
-  if (done) done();
 }
 
 FlowNetwork::FlowNetwork(Engine& engine, std::vector<double> link_capacity_Bps)
@@ -223,11 +323,10 @@ FlowNetwork::FlowNetwork(Engine& engine, std::vector<double> link_capacity_Bps)
   }
 }
 
-// Pending completion events point at this object; they must not outlive it.
+// Pending wakeup and settle events point at this object; they must not outlive it.
 FlowNetwork::~FlowNetwork() {
-  for (const FlowState& flow : state_->flows) {
-    if (flow.active && flow.completion) state_->engine.cancel(*flow.completion);
-  }
+  if (state_->wakeup) state_->engine.cancel(*state_->wakeup);
+  if (state_->settle_event) state_->engine.cancel(*state_->settle_event);
 }
 
 FlowId FlowNetwork::start(std::span<const std::uint32_t> links, double bytes, Done done,
@@ -262,18 +361,19 @@ FlowId FlowNetwork::start(std::span<const std::uint32_t> links, double bytes, Do
   flow.multiplicity = multiplicity;
   flow.cap_Bps = rate_cap_Bps;
   flow.updated_at = s.engine.now();
-  flow.completion.reset();
+  flow.due.reset();
   flow.done = std::move(done);
   s.slot_of.emplace(id, slot);
   s.attach(slot);
-  s.recompute(s.flows[slot].links);
+  s.mark_dirty(slot);
   return id;
 }
 
-// An inactive (finished or unknown) flow has rate 0.
+// Queries settle what this instant changed so far; the settle event then finds nothing left.
 double FlowNetwork::rate(FlowId id) const {
+  state_->settle();
   const FlowState* flow = state_->find(id);
-  return flow ? flow->rate_Bps : 0.0;
+  return flow ? flow->rate_Bps : 0.0;  // an inactive (finished or unknown) flow has rate 0
 }
 
 bool FlowNetwork::active(FlowId id) const {
@@ -289,7 +389,13 @@ std::uint64_t FlowNetwork::flows_started() const {
 }
 
 std::uint64_t FlowNetwork::rate_recomputations() const {
+  state_->settle();
   return state_->recomputed;
+}
+
+std::uint64_t FlowNetwork::solves() const {
+  state_->settle();
+  return state_->solved;
 }
 
 }  // namespace wallsim
