@@ -123,11 +123,8 @@ CollectivePlan NetworkCommService::plan_group(const std::vector<int>& ranks,
 // The replayed instance, then its copies on the rest of the first replayed member's class (a
 // group inside one class tiles it; a group across classes, such as the embedding group, is
 // shifted with them). A copy whose plan differs in shape (another node layout) is left out.
-const NetworkCommService::Instances& NetworkCommService::collective_instances(
-    GroupIndex group, std::uint32_t payload) {
-  const auto key = std::make_pair(group, payload);
-  auto found = collective_plans_.find(key);
-  if (found != collective_plans_.end()) return found->second;
+NetworkCommService::Instances NetworkCommService::collective_instances(
+    GroupIndex group, std::uint32_t payload) const {
   const std::vector<int>& ranks = program_.group_ranks.at(group);
   Instances instances{plan_group(ranks, payload)};
   const RankIndex first = program_.groups.at(group).front();
@@ -137,16 +134,14 @@ const NetworkCommService::Instances& NetworkCommService::collective_instances(
   // Inside one NVLink domain the copies run on other nodes' identical, private links: they
   // load nothing the replayed instance uses, so they are not charged (this keeps the cost of a
   // symmetric run independent of the data-parallel degree for TP collectives).
-  if (within_one_node(sorted)) {
-    return collective_plans_.emplace(key, std::move(instances)).first->second;
-  }
+  if (within_one_node(sorted)) return instances;
   for (const auto& copy : group_copies(sorted, class_offsets_.at(first),
                                        static_cast<int>(program_.global_rank.at(first)),
                                        inside_class, topology_.num_gpus())) {
     CollectivePlan plan = plan_group(copy, payload);
     if (same_shape(plan, instances.front())) instances.push_back(std::move(plan));
   }
-  return collective_plans_.emplace(key, std::move(instances)).first->second;
+  return instances;
 }
 
 void NetworkCommService::start_collective(GroupIndex group, std::uint32_t payload, Done done) {
@@ -154,7 +149,13 @@ void NetworkCommService::start_collective(GroupIndex group, std::uint32_t payloa
     engine_.schedule_after(Time::zero(), std::move(done));
     return;
   }
-  network_.start_instances(collective_instances(group, payload), std::move(done));
+  const auto key = std::make_pair(group, payload);
+  auto found = collective_plans_.find(key);
+  if (found == collective_plans_.end()) {
+    found = collective_plans_.emplace(key, network_.prepare(collective_instances(group, payload)))
+                .first;
+  }
+  network_.start_prepared(found->second, std::move(done));
 }
 
 // Copies of a pipeline transfer: the same send between the shifted ranks of both classes.
@@ -174,9 +175,9 @@ void NetworkCommService::start_transfer(RankIndex src, RankIndex dst, std::uint3
           plan_transfer(topology_, profile_, src_gpu + offset, dst_gpu + offset, bytes);
       if (same_shape(plan, instances.front())) instances.push_back(std::move(plan));
     }
-    found = transfer_plans_.emplace(key, std::move(instances)).first;
+    found = transfer_plans_.emplace(key, network_.prepare(instances)).first;
   }
-  network_.start_instances(found->second, std::move(done));
+  network_.start_prepared(found->second, std::move(done));
 }
 
 }  // namespace wallsim::models

@@ -34,7 +34,7 @@ class NetworkCommService final : public CommService {
 
  private:
   using Instances = std::vector<CollectivePlan>;
-  const Instances& collective_instances(GroupIndex group, std::uint32_t payload);
+  Instances collective_instances(GroupIndex group, std::uint32_t payload) const;
   CollectivePlan plan_group(const std::vector<int>& ranks, std::uint32_t payload) const;
   bool within_one_node(const std::vector<int>& gpus) const;
 
@@ -45,10 +45,11 @@ class NetworkCommService final : public CommService {
   const StepProgram& program_;
   std::vector<double> capacities_;
   std::vector<std::vector<int>> class_offsets_;  // per replayed rank: see class_offsets()
-  // Plans are the same every time a (group, payload) recurs: plan once. The replayed
-  // instance comes first, its copies after it.
-  std::map<std::pair<GroupIndex, std::uint32_t>, Instances> collective_plans_;
-  std::map<std::tuple<RankIndex, RankIndex, std::uint32_t>, Instances> transfer_plans_;
+  // Plans are the same every time a (group, payload) recurs: plan the replayed instance and
+  // its copies once, and prepare them for the network model once.
+  std::map<std::pair<GroupIndex, std::uint32_t>, NetworkModel::Prepared> collective_plans_;
+  std::map<std::tuple<RankIndex, RankIndex, std::uint32_t>, NetworkModel::Prepared>
+      transfer_plans_;
 };
 
 // Offsets from each replayed rank to the ranks of its class (see the header comment), 0 first,

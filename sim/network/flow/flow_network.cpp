@@ -29,21 +29,35 @@ struct LinkState {
   std::uint32_t local = 0;          // index in the current MaxMinProblem
 };
 
+// A single flow, or a class flow standing for several members that move at one rate.
 struct FlowState {
   FlowId id = 0;
   bool active = false;
-  std::vector<std::uint32_t> links;
+  std::vector<std::uint32_t> links;     // distinct links, in order of first crossing
+  std::vector<double> crossings;        // crossings[k]: how often the members cross links[k]
   std::vector<std::uint32_t> position;  // position[k]: index of this flow in links[k]'s crossings
-  double remaining_bytes = 0;           // as of updated_at
+  std::vector<std::uint32_t> member_links;  // class flows: every member's route, concatenated
+  std::vector<std::uint32_t> member_begin;  // class flows: member i's route starts here
+  double remaining_bytes = 0;               // per member, as of updated_at
   double rate_Bps = 0;                  // per member
   double multiplicity = 1;
   double cap_Bps = 0;
   Time updated_at;
   std::optional<Time> due;  // when the last byte arrives at the current rate
   std::uint64_t due_version = 0;  // which queue entry is this flow's current one
-  FlowNetwork::Done done;
+  FlowNetwork::Done done;             // single flows started with start()
+  FlowNetwork::GroupDone group_done;  // class flows and the single flows split from one
   std::uint64_t visit = 0;
+
+  std::size_t members() const { return member_begin.empty() ? 1 : member_begin.size() - 1; }
 };
+
+// Relative slack of the max-min check: a link within it of its capacity is saturated, a rate
+// within it of another is not faster. Far above the solver's rounding (a few ulps per flow on
+// a link), far below any difference the simulation could show.
+constexpr double kCheckTolerance = 1e-9;
+
+constexpr auto kNoIndex = std::numeric_limits<std::uint32_t>::max();
 
 // A completion waiting in the queue; stale once its flow ended or was rescheduled.
 struct Due {
@@ -72,6 +86,7 @@ struct FlowNetwork::State {
   std::uint64_t started = 0;
   std::uint64_t recomputed = 0;
   std::uint64_t solved = 0;
+  std::uint64_t split = 0;
   std::uint64_t visit_stamp = 0;
 
   // Changes waiting for the settle of this instant.
@@ -87,6 +102,10 @@ struct FlowNetwork::State {
 
   // Scratch reused by every recomputation and batch.
   std::vector<std::uint32_t> component_links, component_flows, local_path;
+  std::vector<std::uint32_t> compress_index;  // per link: scratch index, kNoIndex between uses
+  std::vector<double> link_load_Bps, link_max_rate_Bps;
+  std::vector<bool> bottleneck_for;
+  std::vector<std::uint32_t> failed_classes;
   MaxMinProblem problem;
   MaxMinSolver solver;
   std::vector<double> rates_Bps;
@@ -96,6 +115,8 @@ struct FlowNetwork::State {
     return it == slot_of.end() ? nullptr : &flows[it->second];
   }
   std::uint32_t allocate_slot();
+  std::uint32_t new_flow(double bytes, double multiplicity, double cap_Bps);
+  void set_route(FlowState& flow, std::span<const std::uint32_t> route);
   void attach(std::uint32_t slot);
   void detach(std::uint32_t slot);
   void mark_dirty(std::uint32_t slot);
@@ -103,13 +124,16 @@ struct FlowNetwork::State {
   void settle();
   void collect_component();
   void build_problem();
+  bool classes_hold();
+  bool members_have_bottlenecks(std::uint32_t local_flow);
+  void split_class(std::uint32_t slot);
+  void retire(std::uint32_t slot);
   void apply_rate(std::uint32_t slot, double rate_Bps);
   bool is_live(const Due& entry) const;
   void push_due(std::uint32_t slot);
   void drop_stale_dues();
   void arm_wakeup();
   void wake();
-  void finish(std::uint32_t slot);
 };
 
 std::uint32_t FlowNetwork::State::allocate_slot() {
@@ -120,6 +144,40 @@ std::uint32_t FlowNetwork::State::allocate_slot() {
   }
   flows.emplace_back();
   return static_cast<std::uint32_t>(flows.size() - 1);
+}
+
+std::uint32_t FlowNetwork::State::new_flow(double bytes, double multiplicity, double cap_Bps) {
+  const std::uint32_t slot = allocate_slot();
+  FlowState& flow = flows[slot];
+  flow.id = next_id++;
+  flow.active = true;
+  flow.member_links.clear();
+  flow.member_begin.clear();
+  flow.remaining_bytes = bytes;
+  flow.rate_Bps = 0;
+  flow.multiplicity = multiplicity;
+  flow.cap_Bps = cap_Bps;
+  flow.updated_at = engine.now();
+  flow.due.reset();
+  flow.done = nullptr;
+  flow.group_done = nullptr;
+  slot_of.emplace(flow.id, slot);
+  return slot;
+}
+
+// Distinct links with their crossing counts, in order of first crossing.
+void FlowNetwork::State::set_route(FlowState& flow, std::span<const std::uint32_t> route) {
+  flow.links.clear();
+  flow.crossings.clear();
+  for (std::uint32_t link : route) {
+    if (compress_index[link] == kNoIndex) {
+      compress_index[link] = static_cast<std::uint32_t>(flow.links.size());
+      flow.links.push_back(link);
+      flow.crossings.push_back(0.0);
+    }
+    flow.crossings[compress_index[link]] += 1.0;
+  }
+  for (std::uint32_t link : flow.links) compress_index[link] = kNoIndex;
 }
 
 void FlowNetwork::State::attach(std::uint32_t slot) {
@@ -201,24 +259,120 @@ void FlowNetwork::State::build_problem() {
     const FlowState& flow = flows[slot];
     local_path.clear();
     for (std::uint32_t link : flow.links) local_path.push_back(links[link].local);
-    problem.add_flow(local_path, flow.multiplicity, flow.cap_Bps);
+    problem.add_flow(local_path, flow.crossings, flow.multiplicity, flow.cap_Bps);
   }
 }
 
-// The one solve of this instant, over every component that a start or an end touched.
+// The one solve of this instant, over every component that a start or an end touched; again
+// after splitting any class whose members the solution does not serve alike.
 void FlowNetwork::State::settle() {
   if (dirty_links.empty()) return;
-  collect_component();
+  for (;;) {
+    collect_component();
+    if (component_flows.empty()) break;
+    build_problem();
+    solver.solve(problem, rates_Bps);
+    ++solved;
+    recomputed += component_flows.size();
+    if (classes_hold()) break;
+  }
   dirty_links.clear();
-  if (component_flows.empty()) return;
-  build_problem();
-  solver.solve(problem, rates_Bps);
-  ++solved;
-  recomputed += component_flows.size();
   for (std::size_t i = 0; i < component_flows.size(); ++i) {
     apply_rate(component_flows[i], rates_Bps[i]);
   }
   arm_wakeup();
+}
+
+// Checks every class flow of the solved component (header: each member needs a bottleneck of
+// its own); splits those that fail and returns false when any did.
+bool FlowNetwork::State::classes_hold() {
+  failed_classes.clear();
+  bool any_class = false;
+  for (std::uint32_t slot : component_flows) any_class |= flows[slot].members() > 1;
+  if (!any_class) return true;
+  const std::size_t n = problem.num_links();
+  link_load_Bps.assign(n, 0.0);
+  link_max_rate_Bps.assign(n, 0.0);
+  for (std::uint32_t f = 0; f < problem.num_flows(); ++f) {
+    for (auto k = problem.link_begin[f]; k < problem.link_begin[f + 1]; ++k) {
+      const std::uint32_t link = problem.link_index[k];
+      link_load_Bps[link] += problem.weight[f] * problem.crossings[k] * rates_Bps[f];
+      link_max_rate_Bps[link] = std::max(link_max_rate_Bps[link], rates_Bps[f]);
+    }
+  }
+  for (std::uint32_t f = 0; f < component_flows.size(); ++f) {
+    if (flows[component_flows[f]].members() > 1 && !members_have_bottlenecks(f)) {
+      failed_classes.push_back(component_flows[f]);
+    }
+  }
+  for (std::uint32_t slot : failed_classes) split_class(slot);
+  split += failed_classes.size();
+  return failed_classes.empty();
+}
+
+bool FlowNetwork::State::members_have_bottlenecks(std::uint32_t local_flow) {
+  const FlowState& flow = flows[component_flows[local_flow]];
+  const double rate = rates_Bps[local_flow];
+  if (rate >= flow.cap_Bps * (1 - kCheckTolerance)) return true;
+  // Which of the class's links would be a bottleneck for a member crossing it.
+  bottleneck_for.assign(flow.links.size(), false);
+  bool any = false;
+  for (std::size_t k = 0; k < flow.links.size(); ++k) {
+    const std::uint32_t local = links[flow.links[k]].local;
+    const bool saturated =
+        link_load_Bps[local] >= problem.capacity_Bps[local] * (1 - kCheckTolerance);
+    bottleneck_for[k] = saturated && link_max_rate_Bps[local] <= rate * (1 + kCheckTolerance);
+    any |= bottleneck_for[k];
+  }
+  if (!any) return false;
+  // A member's route names links; compress_index maps each back to its entry k.
+  for (std::size_t k = 0; k < flow.links.size(); ++k) {
+    compress_index[flow.links[k]] = static_cast<std::uint32_t>(k);
+  }
+  bool all = true;
+  for (std::size_t m = 0; all && m + 1 < flow.member_begin.size(); ++m) {
+    bool found = false;
+    for (auto i = flow.member_begin[m]; !found && i < flow.member_begin[m + 1]; ++i) {
+      found = bottleneck_for[compress_index[flow.member_links[i]]];
+    }
+    all = found;
+  }
+  for (std::uint32_t link : flow.links) compress_index[link] = kNoIndex;
+  return all;
+}
+
+// The class leaves the network without completing; each member continues as a single flow
+// with the bytes it has left, reporting its own completion through the class's callback.
+void FlowNetwork::State::split_class(std::uint32_t slot) {
+  const Time now = engine.now();
+  FlowState& group = flows[slot];
+  const double remaining = std::max(
+      0.0, group.remaining_bytes - group.rate_Bps * (now - group.updated_at).seconds());
+  const std::vector<std::uint32_t> member_links = std::move(group.member_links);
+  const std::vector<std::uint32_t> member_begin = std::move(group.member_begin);
+  const GroupDone done = std::move(group.group_done);
+  const double multiplicity = group.multiplicity, cap = group.cap_Bps;
+  retire(slot);
+  for (std::size_t m = 0; m + 1 < member_begin.size(); ++m) {
+    const std::uint32_t member = new_flow(remaining, multiplicity, cap);
+    FlowState& flow = flows[member];
+    set_route(flow, std::span(member_links).subspan(
+                        member_begin[m], member_begin[m + 1] - member_begin[m]));
+    flow.group_done = done;
+    attach(member);
+  }
+}
+
+// The flow leaves its links and its slot; its links are marked for this instant's settle.
+void FlowNetwork::State::retire(std::uint32_t slot) {
+  FlowState& flow = flows[slot];
+  if (flow.due) --live_dues;
+  flow.due.reset();
+  detach(slot);
+  mark_dirty(slot);
+  flow.active = false;
+  slot_of.erase(flow.id);
+  free_slots.push_back(slot);
 }
 
 // Bytes are brought up to date lazily, only when the rate they were sent at changes.
@@ -285,29 +439,25 @@ void FlowNetwork::State::arm_wakeup() {
 // Ends every flow due within the tolerance of now, then runs their callbacks in order.
 void FlowNetwork::State::wake() {
   const Time horizon = engine.now() + kCompletionTolerance;
-  std::vector<Done> callbacks;
+  struct Finished {
+    Done done;
+    GroupDone group_done;
+    std::size_t members;
+  };
+  std::vector<Finished> finished;
   for (drop_stale_dues(); !dues.empty() && dues.front().at <= horizon; drop_stale_dues()) {
     const std::uint32_t slot = dues.front().slot;
-    finish(slot);
-    callbacks.push_back(std::move(flows[slot].done));
-    flows[slot].done = nullptr;
+    FlowState& flow = flows[slot];
+    finished.push_back({std::move(flow.done), std::move(flow.group_done), flow.members()});
+    flow.done = nullptr;
+    flow.group_done = nullptr;
+    retire(slot);
   }
   arm_wakeup();
-  for (Done& done : callbacks) {
-    if (done) done();
+  for (Finished& entry : finished) {
+    if (entry.done) entry.done();
+    if (entry.group_done) entry.group_done(entry.members);
   }
-}
-
-// The flow leaves its links, which are marked for this instant's settle.
-void FlowNetwork::State::finish(std::uint32_t slot) {
-  FlowState& flow = flows[slot];
-  if (flow.due) --live_dues;
-  flow.due.reset();
-  detach(slot);
-  mark_dirty(slot);
-  flow.active = false;
-  slot_of.erase(flow.id);
-  free_slots.push_back(slot);
 }
 
 FlowNetwork::FlowNetwork(Engine& engine, std::vector<double> link_capacity_Bps)
@@ -321,6 +471,7 @@ FlowNetwork::FlowNetwork(Engine& engine, std::vector<double> link_capacity_Bps)
     }
     state_->links[l].capacity_Bps = capacity;
   }
+  state_->compress_index.assign(link_capacity_Bps.size(), kNoIndex);
 }
 
 // Pending wakeup and settle events point at this object; they must not outlive it.
@@ -329,8 +480,10 @@ FlowNetwork::~FlowNetwork() {
   if (state_->settle_event) state_->engine.cancel(*state_->settle_event);
 }
 
-FlowId FlowNetwork::start(std::span<const std::uint32_t> links, double bytes, Done done,
-                          double multiplicity, double rate_cap_Bps) {
+namespace {
+
+void check_flow_arguments(std::span<const std::uint32_t> links, std::size_t num_links,
+                          double bytes, double multiplicity, double rate_cap_Bps) {
   if (!(bytes >= 0) || !std::isfinite(bytes)) {
     throw std::invalid_argument("FlowNetwork::start: bytes must be finite and >= 0");
   }
@@ -338,35 +491,78 @@ FlowId FlowNetwork::start(std::span<const std::uint32_t> links, double bytes, Do
     throw std::invalid_argument("FlowNetwork::start: multiplicity and rate cap must be > 0");
   }
   for (std::uint32_t link : links) {
-    if (link >= state_->links.size()) {
+    if (link >= num_links) {
       throw std::out_of_range("FlowNetwork::start: no link " + std::to_string(link));
     }
   }
+}
+
+}  // namespace
+
+FlowId FlowNetwork::start(std::span<const std::uint32_t> links, double bytes, Done done,
+                          double multiplicity, double rate_cap_Bps) {
   State& s = *state_;
-  const FlowId id = s.next_id++;
+  check_flow_arguments(links, s.links.size(), bytes, multiplicity, rate_cap_Bps);
   ++s.started;
   if (links.empty() || bytes == 0) {
     s.engine.schedule_at(s.engine.now(), [done = std::move(done)] {
       if (done) done();
     });
-    return id;
+    return s.next_id++;
   }
-  const std::uint32_t slot = s.allocate_slot();
+  const std::uint32_t slot = s.new_flow(bytes, multiplicity, rate_cap_Bps);
   FlowState& flow = s.flows[slot];
-  flow.id = id;
-  flow.active = true;
-  flow.links.assign(links.begin(), links.end());
-  flow.remaining_bytes = bytes;
-  flow.rate_Bps = 0;
-  flow.multiplicity = multiplicity;
-  flow.cap_Bps = rate_cap_Bps;
-  flow.updated_at = s.engine.now();
-  flow.due.reset();
+  s.set_route(flow, links);
   flow.done = std::move(done);
-  s.slot_of.emplace(id, slot);
   s.attach(slot);
   s.mark_dirty(slot);
-  return id;
+  return flow.id;
+}
+
+FlowId FlowNetwork::start_group(std::span<const std::uint32_t> links,
+                                std::span<const std::uint32_t> member_begin, double bytes,
+                                GroupDone done, double multiplicity, double rate_cap_Bps) {
+  State& s = *state_;
+  check_flow_arguments(links, s.links.size(), bytes, multiplicity, rate_cap_Bps);
+  if (member_begin.size() < 2 || member_begin.front() != 0 || member_begin.back() != links.size() ||
+      !std::is_sorted(member_begin.begin(), member_begin.end())) {
+    throw std::invalid_argument("FlowNetwork::start_group: member_begin must rise from 0 to the "
+                                "number of links, with at least one member");
+  }
+  ++s.started;
+  const std::size_t members = member_begin.size() - 1;
+  bool empty_member = bytes == 0;
+  for (std::size_t m = 0; m < members; ++m) empty_member |= member_begin[m] == member_begin[m + 1];
+  if (empty_member) {
+    // Members with nothing to send end now; the others travel as single flows.
+    std::size_t ended = 0;
+    for (std::size_t m = 0; m < members; ++m) {
+      const auto route = links.subspan(member_begin[m], member_begin[m + 1] - member_begin[m]);
+      if (route.empty() || bytes == 0) {
+        ++ended;
+        continue;
+      }
+      start(route, bytes, [done] { done(1); }, multiplicity, rate_cap_Bps);
+      --s.started;
+    }
+    s.engine.schedule_at(s.engine.now(), [done = std::move(done), ended] {
+      if (ended > 0) done(ended);
+    });
+    return s.next_id++;
+  }
+  const std::uint32_t slot = s.new_flow(bytes, multiplicity, rate_cap_Bps);
+  FlowState& flow = s.flows[slot];
+  s.set_route(flow, links);
+  flow.member_links.assign(links.begin(), links.end());
+  flow.member_begin.assign(member_begin.begin(), member_begin.end());
+  flow.group_done = std::move(done);
+  s.attach(slot);
+  s.mark_dirty(slot);
+  return flow.id;
+}
+
+double FlowNetwork::capacity_Bps(std::uint32_t link) const {
+  return state_->links.at(link).capacity_Bps;
 }
 
 // Queries settle what this instant changed so far; the settle event then finds nothing left.
@@ -396,6 +592,11 @@ std::uint64_t FlowNetwork::rate_recomputations() const {
 std::uint64_t FlowNetwork::solves() const {
   state_->settle();
   return state_->solved;
+}
+
+std::uint64_t FlowNetwork::classes_split() const {
+  state_->settle();
+  return state_->split;
 }
 
 }  // namespace wallsim

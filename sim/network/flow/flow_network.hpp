@@ -18,6 +18,20 @@
 // it. Queries (rate, active_flows, counters) settle pending changes first, so they always see
 // settled rates.
 //
+// Flow classes. start_group starts n flows of equal bytes that the caller expects to move at
+// one rate (the transfers of one collective phase whose routes are images of each other under
+// the topology's symmetry) as one *class flow*: one weighted flow that crosses each link as many
+// times as its members do, so the solver sees a few class flows instead of thousands of
+// members. That is exact only where the max-min solution gives every member the same rate, and
+// the network checks it after every solve instead of assuming it: an allocation is the
+// (unique) max-min fair one if and only if it is feasible and every flow is at its cap or
+// crosses a saturated link on which no flow is faster (Bertsekas & Gallager, "Data Networks",
+// §6.5.2). Loads are the same with the class merged or split, so feasibility carries over; the
+// check asks each member for its own bottleneck link among its own links (saturated within
+// 1e-9, no faster flow on it). A class that fails (skewed loads, another flow sharing only some
+// of its links) is split into single flows for the rest of its life and the instant is solved
+// again, so rates are always the max-min rates of the single flows.
+//
 // Batched completions. Completions wait in the network's own queue, and one engine event wakes
 // the network at the earliest. Every flow due within kCompletionTolerance of that time ends in
 // the same batch (at most that much early; its unsent remainder, at most rate × tolerance
@@ -62,16 +76,32 @@ class FlowNetwork {
                double multiplicity = 1.0,
                double rate_cap_Bps = std::numeric_limits<double>::infinity());
 
+  // Called with how many members ended: all of them at once while they travel as a class,
+  // one at a time after a split.
+  using GroupDone = std::function<void(std::size_t members_done)>;
+
+  // Starts one flow of `bytes` per member route as a class (see above): member i crosses
+  // links[member_begin[i] .. member_begin[i + 1]). `member_begin` starts at 0, ends at
+  // links.size() and has at least two entries. Members with no links or zero bytes complete at
+  // the current time. Returns the class flow's id.
+  FlowId start_group(std::span<const std::uint32_t> links,
+                     std::span<const std::uint32_t> member_begin, double bytes, GroupDone done,
+                     double multiplicity = 1.0,
+                     double rate_cap_Bps = std::numeric_limits<double>::infinity());
+
+  double capacity_Bps(std::uint32_t link) const;
+
   // Current rate of an active flow, bytes per second (per member when multiplicity > 1).
   double rate(FlowId id) const;
   bool active(FlowId id) const;
   std::size_t active_flows() const;
 
-  // Counters for benchmarks and tests: flows started, flows whose rate was recomputed in
-  // total, and solves (settles that found flows to re-solve).
+  // Counters for benchmarks and tests: flows started (a class counts once), flows whose rate
+  // was recomputed in total, solves, and classes split into single flows.
   std::uint64_t flows_started() const;
   std::uint64_t rate_recomputations() const;
   std::uint64_t solves() const;
+  std::uint64_t classes_split() const;
 
  private:
   struct State;

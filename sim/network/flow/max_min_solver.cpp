@@ -11,6 +11,7 @@ void MaxMinProblem::clear() {
   cap_Bps.clear();
   link_begin.assign(1, 0);
   link_index.clear();
+  crossings.clear();
 }
 
 std::uint32_t MaxMinProblem::add_link(double capacity) {
@@ -24,8 +25,18 @@ std::uint32_t MaxMinProblem::add_flow(std::span<const std::uint32_t> links, doub
   weight.push_back(flow_weight);
   cap_Bps.push_back(rate_cap_Bps);
   link_index.insert(link_index.end(), links.begin(), links.end());
+  crossings.resize(link_index.size(), 1.0);
   link_begin.push_back(static_cast<std::uint32_t>(link_index.size()));
   return static_cast<std::uint32_t>(weight.size() - 1);
+}
+
+std::uint32_t MaxMinProblem::add_flow(std::span<const std::uint32_t> links,
+                                      std::span<const double> crossing_counts, double flow_weight,
+                                      double rate_cap_Bps) {
+  assert(links.size() == crossing_counts.size());
+  const std::uint32_t flow = add_flow(links, flow_weight, rate_cap_Bps);
+  std::copy(crossing_counts.begin(), crossing_counts.end(), crossings.end() - links.size());
+  return flow;
 }
 
 // std heaps are max-heaps; "later" events sink, so the top is the earliest.
@@ -46,7 +57,8 @@ double MaxMinSolver::link_level(std::uint32_t link, double floor_Bps) const {
   return std::max(free_Bps_[link] / unfrozen_weight_[link], floor_Bps);
 }
 
-// Counting sort of (link, flow) crossings by link: flows of a link in increasing flow index.
+// Counting sort of (link, flow) entries by link: entries of a link in increasing flow index.
+// flow_index_ holds entry numbers k (the flow is entry_flow_[k], its count crossings[k]).
 void MaxMinSolver::index_flows_by_link(const MaxMinProblem& problem) {
   const std::size_t links = problem.num_links();
   flow_begin_.assign(links + 1, 0);
@@ -55,9 +67,11 @@ void MaxMinSolver::index_flows_by_link(const MaxMinProblem& problem) {
   flow_index_.resize(problem.link_index.size());
   std::vector<std::uint32_t>& cursor = unfrozen_count_;  // reused; reset_links overwrites it
   cursor.assign(flow_begin_.begin(), flow_begin_.end() - 1);
+  entry_flow_.resize(problem.link_index.size());
   for (std::uint32_t f = 0; f < problem.num_flows(); ++f) {
     for (auto k = problem.link_begin[f]; k < problem.link_begin[f + 1]; ++k) {
-      flow_index_[cursor[problem.link_index[k]]++] = f;
+      flow_index_[cursor[problem.link_index[k]]++] = k;
+      entry_flow_[k] = f;
     }
   }
 }
@@ -68,8 +82,9 @@ void MaxMinSolver::reset_links(const MaxMinProblem& problem) {
   unfrozen_weight_.assign(links, 0.0);
   unfrozen_count_.assign(links, 0);
   for (std::size_t l = 0; l < links; ++l) {
-    for (auto k = flow_begin_[l]; k < flow_begin_[l + 1]; ++k) {
-      unfrozen_weight_[l] += problem.weight[flow_index_[k]];
+    for (auto i = flow_begin_[l]; i < flow_begin_[l + 1]; ++i) {
+      const std::uint32_t k = flow_index_[i];
+      unfrozen_weight_[l] += problem.weight[entry_flow_[k]] * problem.crossings[k];
     }
     unfrozen_count_[l] = flow_begin_[l + 1] - flow_begin_[l];
   }
@@ -82,8 +97,9 @@ void MaxMinSolver::freeze(const MaxMinProblem& problem, std::uint32_t flow, doub
   const double weight = problem.weight[flow];
   for (auto k = problem.link_begin[flow]; k < problem.link_begin[flow + 1]; ++k) {
     const std::uint32_t link = problem.link_index[k];
-    free_Bps_[link] = std::max(0.0, free_Bps_[link] - weight * rate_Bps);
-    unfrozen_weight_[link] -= weight;
+    const double load = weight * problem.crossings[k];
+    free_Bps_[link] = std::max(0.0, free_Bps_[link] - load * rate_Bps);
+    unfrozen_weight_[link] -= load;
     --unfrozen_count_[link];
   }
 }
@@ -120,8 +136,8 @@ void MaxMinSolver::solve(const MaxMinProblem& problem, std::vector<double>& rate
       push(Event{level, kLinkSaturates, link});
       continue;
     }
-    for (auto k = flow_begin_[link]; k < flow_begin_[link + 1]; ++k) {
-      const std::uint32_t flow = flow_index_[k];
+    for (auto i = flow_begin_[link]; i < flow_begin_[link + 1]; ++i) {
+      const std::uint32_t flow = entry_flow_[flow_index_[i]];
       if (!frozen_[flow]) freeze(problem, flow, event.level_Bps, rates_Bps);
     }
   }

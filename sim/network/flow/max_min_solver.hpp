@@ -1,8 +1,8 @@
 // Weighted max-min fair rates by progressive filling, on one self-contained problem.
 //
 // Given links with capacities C_l and flows with weights m_f > 0 (multiplicity), optional rate
-// caps c_f and the links each crosses, find rates r_f such that for every link
-//     sum over flows f crossing l of m_f * r_f <= C_l,      r_f <= c_f,
+// caps c_f and the links each crosses k_fl > 0 times, find rates r_f such that for every link
+//     sum over flows f crossing l of k_fl * m_f * r_f <= C_l,      r_f <= c_f,
 // and no r_f can grow without shrinking some r_g <= r_f (max-min fairness; Bertsekas &
 // Gallager, "Data Networks", 2nd ed., §6.5.2; SimGrid's lmm::System solves the same system).
 //
@@ -15,8 +15,9 @@
 // risen is pushed back with the true one (lazy re-keying). Freezing a flow touches only its
 // own links' sums, and each flow is frozen once.
 //
-// A flow that crosses a link twice counts twice on it. Ties are broken by (level, kind,
-// index), so equal input gives bitwise-equal output.
+// A flow that crosses a link k times counts k times on it: k is given as a crossing count, or
+// the link is listed k times. Ties are broken by (level, kind, index), so equal input gives
+// bitwise-equal output.
 #pragma once
 
 #include <cstdint>
@@ -26,14 +27,15 @@
 
 namespace wallsim {
 
-// Flows and links of one problem, indexed from 0; flow f crosses
-// link_index[link_begin[f] .. link_begin[f + 1]).
+// Flows and links of one problem, indexed from 0; flow f crosses link link_index[k]
+// crossings[k] times for k in [link_begin[f], link_begin[f + 1]).
 struct MaxMinProblem {
   std::vector<double> capacity_Bps;  // per link, > 0 and finite
   std::vector<double> weight;        // per flow, > 0
   std::vector<double> cap_Bps;       // per flow, +infinity when uncapped
   std::vector<std::uint32_t> link_begin{0};
   std::vector<std::uint32_t> link_index;
+  std::vector<double> crossings;  // per entry of link_index, > 0
 
   std::size_t num_links() const { return capacity_Bps.size(); }
   std::size_t num_flows() const { return weight.size(); }
@@ -43,6 +45,10 @@ struct MaxMinProblem {
   std::uint32_t add_link(double capacity);
   // `links` are indices returned by add_link; there must be at least one.
   std::uint32_t add_flow(std::span<const std::uint32_t> links, double flow_weight,
+                         double rate_cap_Bps = std::numeric_limits<double>::infinity());
+  // The same, crossing links[k] crossings[k] times.
+  std::uint32_t add_flow(std::span<const std::uint32_t> links, std::span<const double> crossings,
+                         double flow_weight,
                          double rate_cap_Bps = std::numeric_limits<double>::infinity());
 };
 
@@ -75,9 +81,10 @@ class MaxMinSolver {
   std::vector<double> free_Bps_;
   std::vector<double> unfrozen_weight_;
   std::vector<std::uint32_t> unfrozen_count_;
-  // Link -> flows index (one entry per crossing), built per problem.
+  // Link -> flows index (one entry per link_index entry), built per problem.
   std::vector<std::uint32_t> flow_begin_;
   std::vector<std::uint32_t> flow_index_;
+  std::vector<std::uint32_t> entry_flow_;  // link_index entry -> its flow
   std::vector<bool> frozen_;
   std::vector<Event> heap_;
 };

@@ -11,7 +11,8 @@ class AnalyticalModel final : public NetworkModel {
       : engine_(engine), capacity_Bps_(std::move(capacity_Bps)) {}
   const char* name() const override { return "analytical"; }
   void start(const CollectivePlan& plan, Done done, double multiplicity) override;
-  void start_instances(std::span<const CollectivePlan> instances, Done done) override;
+  Prepared prepare(std::span<const CollectivePlan> instances) const override;
+  void start_prepared(const Prepared& prepared, Done done) override;
 
  private:
   Engine& engine_;

@@ -39,6 +39,22 @@ void NetworkModel::count_link_bytes(const CollectivePlan& plan, double multiplic
   }
 }
 
+void NetworkModel::count_link_bytes(std::span<const std::pair<LinkId, double>> crossings) {
+  for (const auto& [link, bytes] : crossings) {
+    if (link >= link_bytes_.size()) link_bytes_.resize(link + 1, 0.0);
+    link_bytes_[link] += bytes;
+  }
+}
+
+void NetworkModel::append_link_bytes(const CollectivePlan& plan,
+                                     std::vector<std::pair<LinkId, double>>& crossings) {
+  for (const Phase& phase : plan.phases) {
+    for (const Transfer& transfer : phase.transfers) {
+      for (LinkId link : transfer.route) crossings.emplace_back(link, transfer.bytes);
+    }
+  }
+}
+
 std::vector<std::string> network_model_names() {
   std::vector<std::string> names;
   for (const auto& model : kModels) names.emplace_back(model.name);

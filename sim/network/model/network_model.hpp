@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/core/engine.hpp"
@@ -22,9 +23,18 @@
 
 namespace wallsim {
 
+// A collective's instances (see start_instances) turned once into what one model needs to
+// start them: callers that start the same collective many times (every layer, every
+// micro-batch) prepare it once and keep it. Opaque; made by the model that starts it.
+class PreparedCollective {
+ public:
+  virtual ~PreparedCollective() = default;
+};
+
 class NetworkModel {
  public:
   using Done = std::function<void()>;
+  using Prepared = std::shared_ptr<const PreparedCollective>;
   virtual ~NetworkModel() = default;
 
   virtual const char* name() const = 0;
@@ -40,7 +50,14 @@ class NetworkModel {
   // really crosses (flow: merge_instances, so the replayed instance meets the copies of the
   // collectives it shares links with); `done` runs when the first instance ends. The analytical
   // model times the first alone, as it times every collective.
-  virtual void start_instances(std::span<const CollectivePlan> instances, Done done) = 0;
+  void start_instances(std::span<const CollectivePlan> instances, Done done) {
+    start_prepared(prepare(instances), std::move(done));
+  }
+
+  // start_instances in two steps: prepare (the costly part, once per collective) and start.
+  // A prepared collective is started only by the model that prepared it.
+  virtual Prepared prepare(std::span<const CollectivePlan> instances) const = 0;
+  virtual void start_prepared(const Prepared& prepared, Done done) = 0;
 
   // Wire bytes each link has carried (every started plan, times its multiplicity), indexed
   // by LinkId; for reports (link utilization, busiest links). Empty before the first plan.
@@ -49,6 +66,11 @@ class NetworkModel {
  protected:
   // Models call this from start(): adds the plan's transfer bytes to the links they cross.
   void count_link_bytes(const CollectivePlan& plan, double multiplicity);
+  // The same from a list of (link, bytes) crossings, added in order.
+  void count_link_bytes(std::span<const std::pair<LinkId, double>> crossings);
+  // The crossings count_link_bytes(plan, 1) would add, in its order.
+  static void append_link_bytes(const CollectivePlan& plan,
+                                std::vector<std::pair<LinkId, double>>& crossings);
 
  private:
   std::vector<double> link_bytes_;
