@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -50,6 +51,14 @@ struct FlowState {
   std::uint64_t visit = 0;
 
   std::size_t members() const { return member_begin.empty() ? 1 : member_begin.size() - 1; }
+};
+
+// The members of a class split at this instant: their routes and their single flows, to be
+// regrouped by the rates the solve gave them.
+struct SplitFamily {
+  std::vector<std::uint32_t> member_links;
+  std::vector<std::uint32_t> member_begin;
+  std::vector<std::uint32_t> slots;  // slots[i]: member i's single flow
 };
 
 // Relative slack of the max-min check: a link within it of its capacity is saturated, a rate
@@ -106,6 +115,7 @@ struct FlowNetwork::State {
   std::vector<double> link_load_Bps, link_max_rate_Bps;
   std::vector<bool> bottleneck_for;
   std::vector<std::uint32_t> failed_classes;
+  std::vector<SplitFamily> families;
   MaxMinProblem problem;
   MaxMinSolver solver;
   std::vector<double> rates_Bps;
@@ -127,7 +137,9 @@ struct FlowNetwork::State {
   bool classes_hold();
   bool members_have_bottlenecks(std::uint32_t local_flow);
   void split_class(std::uint32_t slot);
+  void regroup(const SplitFamily& family);
   void retire(std::uint32_t slot);
+  void remove(std::uint32_t slot);
   void apply_rate(std::uint32_t slot, double rate_Bps);
   bool is_live(const Due& entry) const;
   void push_due(std::uint32_t slot);
@@ -267,6 +279,7 @@ void FlowNetwork::State::build_problem() {
 // after splitting any class whose members the solution does not serve alike.
 void FlowNetwork::State::settle() {
   if (dirty_links.empty()) return;
+  families.clear();
   for (;;) {
     collect_component();
     if (component_flows.empty()) break;
@@ -280,6 +293,7 @@ void FlowNetwork::State::settle() {
   for (std::size_t i = 0; i < component_flows.size(); ++i) {
     apply_rate(component_flows[i], rates_Bps[i]);
   }
+  for (const SplitFamily& family : families) regroup(family);
   arm_wakeup();
 }
 
@@ -348,29 +362,78 @@ void FlowNetwork::State::split_class(std::uint32_t slot) {
   FlowState& group = flows[slot];
   const double remaining = std::max(
       0.0, group.remaining_bytes - group.rate_Bps * (now - group.updated_at).seconds());
-  const std::vector<std::uint32_t> member_links = std::move(group.member_links);
-  const std::vector<std::uint32_t> member_begin = std::move(group.member_begin);
+  SplitFamily& family = families.emplace_back();
+  family.member_links = std::move(group.member_links);
+  family.member_begin = std::move(group.member_begin);
   const GroupDone done = std::move(group.group_done);
   const double multiplicity = group.multiplicity, cap = group.cap_Bps;
   retire(slot);
-  for (std::size_t m = 0; m + 1 < member_begin.size(); ++m) {
+  const auto& begin = family.member_begin;
+  for (std::size_t m = 0; m + 1 < begin.size(); ++m) {
     const std::uint32_t member = new_flow(remaining, multiplicity, cap);
     FlowState& flow = flows[member];
-    set_route(flow, std::span(member_links).subspan(
-                        member_begin[m], member_begin[m + 1] - member_begin[m]));
+    set_route(flow, std::span(family.member_links).subspan(begin[m], begin[m + 1] - begin[m]));
     flow.group_done = done;
     attach(member);
+    family.slots.push_back(member);
+  }
+}
+
+// Members of a split class that the solve gave the same rate become a class again (their
+// bytes left are equal too: they were one flow until now). Loads and rates stay as solved, so
+// nothing is re-solved; the next solve checks the new class like any other.
+void FlowNetwork::State::regroup(const SplitFamily& family) {
+  std::vector<std::uint32_t> order(family.slots.size());
+  std::iota(order.begin(), order.end(), 0u);
+  auto rate_of = [&](std::uint32_t m) { return flows[family.slots[m]].rate_Bps; };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return rate_of(a) < rate_of(b); });
+  const auto& begin = family.member_begin;
+  for (std::size_t first = 0; first < order.size();) {
+    std::size_t last = first + 1;
+    while (last < order.size() && rate_of(order[last]) == rate_of(order[first])) ++last;
+    if (last - first < 2 || !(rate_of(order[first]) > 0)) {
+      first = last;
+      continue;
+    }
+    const double rate = rate_of(order[first]);
+    const FlowState& model = flows[family.slots[order[first]]];
+    const std::uint32_t slot = new_flow(model.remaining_bytes, model.multiplicity, model.cap_Bps);
+    FlowState& group = flows[slot];
+    group.member_begin.assign(1, 0);
+    for (std::size_t i = first; i < last; ++i) {
+      const std::uint32_t m = order[i];
+      const FlowState& member = flows[family.slots[m]];
+      group.member_links.insert(group.member_links.end(), family.member_links.begin() + begin[m],
+                                family.member_links.begin() + begin[m + 1]);
+      group.member_begin.push_back(static_cast<std::uint32_t>(group.member_links.size()));
+      if (i == first) group.group_done = member.group_done;
+      remove(family.slots[m]);
+    }
+    FlowState& merged = flows[slot];
+    set_route(merged, merged.member_links);
+    merged.rate_Bps = rate;
+    attach(slot);
+    push_due(slot);
+    first = last;
   }
 }
 
 // The flow leaves its links and its slot; its links are marked for this instant's settle.
 void FlowNetwork::State::retire(std::uint32_t slot) {
+  mark_dirty(slot);
+  remove(slot);
+}
+
+// The same without marking: for a flow whose load another takes over unchanged.
+void FlowNetwork::State::remove(std::uint32_t slot) {
   FlowState& flow = flows[slot];
   if (flow.due) --live_dues;
   flow.due.reset();
   detach(slot);
-  mark_dirty(slot);
   flow.active = false;
+  flow.group_done = nullptr;
+  flow.done = nullptr;
   slot_of.erase(flow.id);
   free_slots.push_back(slot);
 }

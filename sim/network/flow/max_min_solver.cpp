@@ -93,6 +93,7 @@ void MaxMinSolver::reset_links(const MaxMinProblem& problem) {
 void MaxMinSolver::freeze(const MaxMinProblem& problem, std::uint32_t flow, double rate_Bps,
                           std::vector<double>& rates_Bps) {
   frozen_[flow] = true;
+  --unfrozen_flows_;
   rates_Bps[flow] = rate_Bps;
   const double weight = problem.weight[flow];
   for (auto k = problem.link_begin[flow]; k < problem.link_begin[flow + 1]; ++k) {
@@ -111,14 +112,18 @@ void MaxMinSolver::solve(const MaxMinProblem& problem, std::vector<double>& rate
   index_flows_by_link(problem);
   reset_links(problem);
   for (std::uint32_t l = 0; l < problem.num_links(); ++l) {
-    if (unfrozen_count_[l] > 0) push(Event{link_level(l, 0.0), kLinkSaturates, l});
+    if (unfrozen_count_[l] > 0) heap_.push_back(Event{link_level(l, 0.0), kLinkSaturates, l});
   }
   for (std::uint32_t f = 0; f < problem.num_flows(); ++f) {
     if (problem.cap_Bps[f] < std::numeric_limits<double>::infinity()) {
-      push(Event{problem.cap_Bps[f], kFlowCapped, f});
+      heap_.push_back(Event{problem.cap_Bps[f], kFlowCapped, f});
     }
   }
-  while (!heap_.empty()) {
+  std::make_heap(heap_.begin(), heap_.end(), Later{});
+  // Events pop in the total order (level, kind, index) whatever the heap's layout, and the
+  // links left once every flow is frozen cannot change a rate.
+  unfrozen_flows_ = problem.num_flows();
+  while (!heap_.empty() && unfrozen_flows_ > 0) {
     std::pop_heap(heap_.begin(), heap_.end(), Later{});
     const Event event = heap_.back();
     heap_.pop_back();

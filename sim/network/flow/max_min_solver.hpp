@@ -86,6 +86,7 @@ class MaxMinSolver {
   std::vector<std::uint32_t> flow_index_;
   std::vector<std::uint32_t> entry_flow_;  // link_index entry -> its flow
   std::vector<bool> frozen_;
+  std::size_t unfrozen_flows_ = 0;
   std::vector<Event> heap_;
 };
 
