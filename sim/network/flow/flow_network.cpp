@@ -30,34 +30,48 @@ struct LinkState {
   std::uint32_t local = 0;          // index in the current MaxMinProblem
 };
 
+}  // namespace
+
+// Member routes (raw, concatenated; member i's from member_begin[i]) and what the network
+// needs of them: the distinct links in order of first crossing, how often the members cross
+// each, and for every raw entry the index of its distinct link.
+struct FlowShape {
+  std::vector<std::uint32_t> links;
+  std::vector<double> crossings;
+  std::vector<std::uint32_t> member_links;
+  std::vector<std::uint32_t> member_begin;
+  std::vector<std::uint32_t> member_entry;
+  bool has_empty_member = false;
+  std::size_t members() const { return member_begin.size() - 1; }
+};
+
+namespace {
+
 // A single flow, or a class flow standing for several members that move at one rate.
 struct FlowState {
   FlowId id = 0;
   bool active = false;
-  std::vector<std::uint32_t> links;     // distinct links, in order of first crossing
-  std::vector<double> crossings;        // crossings[k]: how often the members cross links[k]
-  std::vector<std::uint32_t> position;  // position[k]: index of this flow in links[k]'s crossings
-  std::vector<std::uint32_t> member_links;  // class flows: every member's route, concatenated
-  std::vector<std::uint32_t> member_begin;  // class flows: member i's route starts here
-  double remaining_bytes = 0;               // per member, as of updated_at
+  FlowNetwork::Shape shape;
+  std::vector<std::uint32_t> position;  // position[k]: index in shape->links[k]'s crossings
+  double remaining_bytes = 0;           // per member, as of updated_at
   double rate_Bps = 0;                  // per member
   double multiplicity = 1;
   double cap_Bps = 0;
   Time updated_at;
-  std::optional<Time> due;  // when the last byte arrives at the current rate
+  std::optional<Time> due;        // when the last byte arrives at the current rate
   std::uint64_t due_version = 0;  // which queue entry is this flow's current one
   FlowNetwork::Done done;             // single flows started with start()
   FlowNetwork::GroupDone group_done;  // class flows and the single flows split from one
   std::uint64_t visit = 0;
 
-  std::size_t members() const { return member_begin.empty() ? 1 : member_begin.size() - 1; }
+  std::span<const std::uint32_t> links() const { return shape->links; }
+  std::size_t members() const { return shape->members(); }
 };
 
 // The members of a class split at this instant: their routes and their single flows, to be
 // regrouped by the rates the solve gave them.
 struct SplitFamily {
-  std::vector<std::uint32_t> member_links;
-  std::vector<std::uint32_t> member_begin;
+  FlowNetwork::Shape shape;          // the class's
   std::vector<std::uint32_t> slots;  // slots[i]: member i's single flow
 };
 
@@ -125,8 +139,10 @@ struct FlowNetwork::State {
     return it == slot_of.end() ? nullptr : &flows[it->second];
   }
   std::uint32_t allocate_slot();
-  std::uint32_t new_flow(double bytes, double multiplicity, double cap_Bps);
-  void set_route(FlowState& flow, std::span<const std::uint32_t> route);
+  std::uint32_t new_flow(Shape shape, double bytes, double multiplicity, double cap_Bps);
+  Shape make_shape(std::span<const std::uint32_t> route_links,
+                   std::span<const std::uint32_t> member_begin);
+  Shape member_shape(const FlowShape& shape, std::span<const std::uint32_t> members);
   void attach(std::uint32_t slot);
   void detach(std::uint32_t slot);
   void mark_dirty(std::uint32_t slot);
@@ -158,13 +174,14 @@ std::uint32_t FlowNetwork::State::allocate_slot() {
   return static_cast<std::uint32_t>(flows.size() - 1);
 }
 
-std::uint32_t FlowNetwork::State::new_flow(double bytes, double multiplicity, double cap_Bps) {
+// A flow on `shape`'s links, attached and registered; its rate waits for the next settle.
+std::uint32_t FlowNetwork::State::new_flow(Shape shape, double bytes, double multiplicity,
+                                           double cap_Bps) {
   const std::uint32_t slot = allocate_slot();
   FlowState& flow = flows[slot];
   flow.id = next_id++;
   flow.active = true;
-  flow.member_links.clear();
-  flow.member_begin.clear();
+  flow.shape = std::move(shape);
   flow.remaining_bytes = bytes;
   flow.rate_Bps = 0;
   flow.multiplicity = multiplicity;
@@ -174,29 +191,63 @@ std::uint32_t FlowNetwork::State::new_flow(double bytes, double multiplicity, do
   flow.done = nullptr;
   flow.group_done = nullptr;
   slot_of.emplace(flow.id, slot);
+  attach(slot);
   return slot;
 }
 
-// Distinct links with their crossing counts, in order of first crossing.
-void FlowNetwork::State::set_route(FlowState& flow, std::span<const std::uint32_t> route) {
-  flow.links.clear();
-  flow.crossings.clear();
-  for (std::uint32_t link : route) {
-    if (compress_index[link] == kNoIndex) {
-      compress_index[link] = static_cast<std::uint32_t>(flow.links.size());
-      flow.links.push_back(link);
-      flow.crossings.push_back(0.0);
-    }
-    flow.crossings[compress_index[link]] += 1.0;
+// Checks the links and compresses them (see FlowShape).
+FlowNetwork::Shape FlowNetwork::State::make_shape(std::span<const std::uint32_t> route_links,
+                                                  std::span<const std::uint32_t> member_begin) {
+  if (member_begin.size() < 2 || member_begin.front() != 0 ||
+      member_begin.back() != route_links.size() ||
+      !std::is_sorted(member_begin.begin(), member_begin.end())) {
+    throw std::invalid_argument("FlowNetwork: member_begin must rise from 0 to the number of "
+                                "links, with at least one member");
   }
-  for (std::uint32_t link : flow.links) compress_index[link] = kNoIndex;
+  if (!route_links.empty() && *std::max_element(route_links.begin(), route_links.end()) >=
+                                  links.size()) {
+    throw std::out_of_range("FlowNetwork::start: no link " +
+                            std::to_string(*std::max_element(route_links.begin(),
+                                                             route_links.end())));
+  }
+  auto shape = std::make_shared<FlowShape>();
+  shape->member_links.assign(route_links.begin(), route_links.end());
+  shape->member_begin.assign(member_begin.begin(), member_begin.end());
+  shape->member_entry.reserve(route_links.size());
+  for (std::uint32_t link : route_links) {
+    if (compress_index[link] == kNoIndex) {
+      compress_index[link] = static_cast<std::uint32_t>(shape->links.size());
+      shape->links.push_back(link);
+      shape->crossings.push_back(0.0);
+    }
+    shape->crossings[compress_index[link]] += 1.0;
+    shape->member_entry.push_back(compress_index[link]);
+  }
+  for (std::uint32_t link : shape->links) compress_index[link] = kNoIndex;
+  for (std::size_t m = 0; m < shape->members(); ++m) {
+    shape->has_empty_member |= member_begin[m] == member_begin[m + 1];
+  }
+  return shape;
+}
+
+// The shape of some members of `shape`, in the order given.
+FlowNetwork::Shape FlowNetwork::State::member_shape(const FlowShape& shape,
+                                                    std::span<const std::uint32_t> members) {
+  std::vector<std::uint32_t> route_links, begin{0};
+  for (std::uint32_t m : members) {
+    route_links.insert(route_links.end(), shape.member_links.begin() + shape.member_begin[m],
+                       shape.member_links.begin() + shape.member_begin[m + 1]);
+    begin.push_back(static_cast<std::uint32_t>(route_links.size()));
+  }
+  return make_shape(route_links, begin);
 }
 
 void FlowNetwork::State::attach(std::uint32_t slot) {
   FlowState& flow = flows[slot];
-  flow.position.resize(flow.links.size());
-  for (std::uint32_t k = 0; k < flow.links.size(); ++k) {
-    auto& crossings = links[flow.links[k]].crossings;
+  const auto path = flow.links();
+  flow.position.resize(path.size());
+  for (std::uint32_t k = 0; k < path.size(); ++k) {
+    auto& crossings = links[path[k]].crossings;
     flow.position[k] = static_cast<std::uint32_t>(crossings.size());
     crossings.push_back(Crossing{slot, k});
   }
@@ -205,8 +256,9 @@ void FlowNetwork::State::attach(std::uint32_t slot) {
 // O(1) per link: the last crossing takes the removed one's place.
 void FlowNetwork::State::detach(std::uint32_t slot) {
   FlowState& flow = flows[slot];
-  for (std::uint32_t k = 0; k < flow.links.size(); ++k) {
-    auto& crossings = links[flow.links[k]].crossings;
+  const auto path = flow.links();
+  for (std::uint32_t k = 0; k < path.size(); ++k) {
+    auto& crossings = links[path[k]].crossings;
     const std::uint32_t pos = flow.position[k];
     const Crossing moved = crossings.back();
     crossings[pos] = moved;
@@ -216,7 +268,7 @@ void FlowNetwork::State::detach(std::uint32_t slot) {
 }
 
 void FlowNetwork::State::mark_dirty(std::uint32_t slot) {
-  const auto& path = flows[slot].links;
+  const auto path = flows[slot].links();
   dirty_links.insert(dirty_links.end(), path.begin(), path.end());
   request_settle();
 }
@@ -251,7 +303,7 @@ void FlowNetwork::State::collect_component() {
       if (flow.visit == visit_stamp) continue;
       flow.visit = visit_stamp;
       component_flows.push_back(crossing.flow_slot);
-      for (std::uint32_t link : flow.links) {
+      for (std::uint32_t link : flow.links()) {
         if (links[link].visit == visit_stamp) continue;
         links[link].visit = visit_stamp;
         component_links.push_back(link);
@@ -270,8 +322,8 @@ void FlowNetwork::State::build_problem() {
   for (std::uint32_t slot : component_flows) {
     const FlowState& flow = flows[slot];
     local_path.clear();
-    for (std::uint32_t link : flow.links) local_path.push_back(links[link].local);
-    problem.add_flow(local_path, flow.crossings, flow.multiplicity, flow.cap_Bps);
+    for (std::uint32_t link : flow.links()) local_path.push_back(links[link].local);
+    problem.add_flow(local_path, flow.shape->crossings, flow.multiplicity, flow.cap_Bps);
   }
 }
 
@@ -326,33 +378,28 @@ bool FlowNetwork::State::classes_hold() {
 
 bool FlowNetwork::State::members_have_bottlenecks(std::uint32_t local_flow) {
   const FlowState& flow = flows[component_flows[local_flow]];
+  const FlowShape& shape = *flow.shape;
   const double rate = rates_Bps[local_flow];
   if (rate >= flow.cap_Bps * (1 - kCheckTolerance)) return true;
   // Which of the class's links would be a bottleneck for a member crossing it.
-  bottleneck_for.assign(flow.links.size(), false);
+  bottleneck_for.assign(shape.links.size(), false);
   bool any = false;
-  for (std::size_t k = 0; k < flow.links.size(); ++k) {
-    const std::uint32_t local = links[flow.links[k]].local;
+  for (std::size_t k = 0; k < shape.links.size(); ++k) {
+    const std::uint32_t local = links[shape.links[k]].local;
     const bool saturated =
         link_load_Bps[local] >= problem.capacity_Bps[local] * (1 - kCheckTolerance);
     bottleneck_for[k] = saturated && link_max_rate_Bps[local] <= rate * (1 + kCheckTolerance);
     any |= bottleneck_for[k];
   }
   if (!any) return false;
-  // A member's route names links; compress_index maps each back to its entry k.
-  for (std::size_t k = 0; k < flow.links.size(); ++k) {
-    compress_index[flow.links[k]] = static_cast<std::uint32_t>(k);
-  }
-  bool all = true;
-  for (std::size_t m = 0; all && m + 1 < flow.member_begin.size(); ++m) {
+  for (std::size_t m = 0; m < shape.members(); ++m) {
     bool found = false;
-    for (auto i = flow.member_begin[m]; !found && i < flow.member_begin[m + 1]; ++i) {
-      found = bottleneck_for[compress_index[flow.member_links[i]]];
+    for (auto i = shape.member_begin[m]; !found && i < shape.member_begin[m + 1]; ++i) {
+      found = bottleneck_for[shape.member_entry[i]];
     }
-    all = found;
+    if (!found) return false;
   }
-  for (std::uint32_t link : flow.links) compress_index[link] = kNoIndex;
-  return all;
+  return true;
 }
 
 // The class leaves the network without completing; each member continues as a single flow
@@ -363,18 +410,14 @@ void FlowNetwork::State::split_class(std::uint32_t slot) {
   const double remaining = std::max(
       0.0, group.remaining_bytes - group.rate_Bps * (now - group.updated_at).seconds());
   SplitFamily& family = families.emplace_back();
-  family.member_links = std::move(group.member_links);
-  family.member_begin = std::move(group.member_begin);
+  family.shape = group.shape;
   const GroupDone done = std::move(group.group_done);
   const double multiplicity = group.multiplicity, cap = group.cap_Bps;
   retire(slot);
-  const auto& begin = family.member_begin;
-  for (std::size_t m = 0; m + 1 < begin.size(); ++m) {
-    const std::uint32_t member = new_flow(remaining, multiplicity, cap);
-    FlowState& flow = flows[member];
-    set_route(flow, std::span(family.member_links).subspan(begin[m], begin[m + 1] - begin[m]));
-    flow.group_done = done;
-    attach(member);
+  for (std::uint32_t m = 0; m < family.shape->members(); ++m) {
+    const std::uint32_t member = new_flow(member_shape(*family.shape, std::span(&m, 1)),
+                                          remaining, multiplicity, cap);
+    flows[member].group_done = done;
     family.slots.push_back(member);
   }
 }
@@ -388,32 +431,24 @@ void FlowNetwork::State::regroup(const SplitFamily& family) {
   auto rate_of = [&](std::uint32_t m) { return flows[family.slots[m]].rate_Bps; };
   std::stable_sort(order.begin(), order.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return rate_of(a) < rate_of(b); });
-  const auto& begin = family.member_begin;
   for (std::size_t first = 0; first < order.size();) {
     std::size_t last = first + 1;
     while (last < order.size() && rate_of(order[last]) == rate_of(order[first])) ++last;
-    if (last - first < 2 || !(rate_of(order[first]) > 0)) {
+    const double rate = rate_of(order[first]);
+    if (last - first < 2 || !(rate > 0)) {
       first = last;
       continue;
     }
-    const double rate = rate_of(order[first]);
-    const FlowState& model = flows[family.slots[order[first]]];
-    const std::uint32_t slot = new_flow(model.remaining_bytes, model.multiplicity, model.cap_Bps);
-    FlowState& group = flows[slot];
-    group.member_begin.assign(1, 0);
-    for (std::size_t i = first; i < last; ++i) {
-      const std::uint32_t m = order[i];
-      const FlowState& member = flows[family.slots[m]];
-      group.member_links.insert(group.member_links.end(), family.member_links.begin() + begin[m],
-                                family.member_links.begin() + begin[m + 1]);
-      group.member_begin.push_back(static_cast<std::uint32_t>(group.member_links.size()));
-      if (i == first) group.group_done = member.group_done;
-      remove(family.slots[m]);
-    }
-    FlowState& merged = flows[slot];
-    set_route(merged, merged.member_links);
-    merged.rate_Bps = rate;
-    attach(slot);
+    const auto members = std::span(order).subspan(first, last - first);
+    const FlowState& model = flows[family.slots[members.front()]];
+    const double remaining = model.remaining_bytes, multiplicity = model.multiplicity;
+    const double cap = model.cap_Bps;
+    GroupDone done = model.group_done;
+    for (std::uint32_t m : members) remove(family.slots[m]);
+    const std::uint32_t slot =
+        new_flow(member_shape(*family.shape, members), remaining, multiplicity, cap);
+    flows[slot].group_done = std::move(done);
+    flows[slot].rate_Bps = rate;
     push_due(slot);
     first = last;
   }
@@ -545,18 +580,12 @@ FlowNetwork::~FlowNetwork() {
 
 namespace {
 
-void check_flow_arguments(std::span<const std::uint32_t> links, std::size_t num_links,
-                          double bytes, double multiplicity, double rate_cap_Bps) {
+void check_flow_arguments(double bytes, double multiplicity, double rate_cap_Bps) {
   if (!(bytes >= 0) || !std::isfinite(bytes)) {
     throw std::invalid_argument("FlowNetwork::start: bytes must be finite and >= 0");
   }
   if (!(multiplicity > 0) || !std::isfinite(multiplicity) || !(rate_cap_Bps > 0)) {
     throw std::invalid_argument("FlowNetwork::start: multiplicity and rate cap must be > 0");
-  }
-  for (std::uint32_t link : links) {
-    if (link >= num_links) {
-      throw std::out_of_range("FlowNetwork::start: no link " + std::to_string(link));
-    }
   }
 }
 
@@ -565,7 +594,9 @@ void check_flow_arguments(std::span<const std::uint32_t> links, std::size_t num_
 FlowId FlowNetwork::start(std::span<const std::uint32_t> links, double bytes, Done done,
                           double multiplicity, double rate_cap_Bps) {
   State& s = *state_;
-  check_flow_arguments(links, s.links.size(), bytes, multiplicity, rate_cap_Bps);
+  check_flow_arguments(bytes, multiplicity, rate_cap_Bps);
+  const std::uint32_t one_member[] = {0, static_cast<std::uint32_t>(links.size())};
+  Shape shape = s.make_shape(links, one_member);
   ++s.started;
   if (links.empty() || bytes == 0) {
     s.engine.schedule_at(s.engine.now(), [done = std::move(done)] {
@@ -573,34 +604,36 @@ FlowId FlowNetwork::start(std::span<const std::uint32_t> links, double bytes, Do
     });
     return s.next_id++;
   }
-  const std::uint32_t slot = s.new_flow(bytes, multiplicity, rate_cap_Bps);
-  FlowState& flow = s.flows[slot];
-  s.set_route(flow, links);
-  flow.done = std::move(done);
-  s.attach(slot);
+  const std::uint32_t slot = s.new_flow(std::move(shape), bytes, multiplicity, rate_cap_Bps);
+  s.flows[slot].done = std::move(done);
   s.mark_dirty(slot);
-  return flow.id;
+  return s.flows[slot].id;
 }
 
 FlowId FlowNetwork::start_group(std::span<const std::uint32_t> links,
                                 std::span<const std::uint32_t> member_begin, double bytes,
                                 GroupDone done, double multiplicity, double rate_cap_Bps) {
+  return start_shape(make_shape(links, member_begin), bytes, std::move(done), multiplicity,
+                     rate_cap_Bps);
+}
+
+FlowNetwork::Shape FlowNetwork::make_shape(std::span<const std::uint32_t> links,
+                                           std::span<const std::uint32_t> member_begin) const {
+  return state_->make_shape(links, member_begin);
+}
+
+FlowId FlowNetwork::start_shape(const Shape& shape, double bytes, GroupDone done,
+                                double multiplicity, double rate_cap_Bps) {
   State& s = *state_;
-  check_flow_arguments(links, s.links.size(), bytes, multiplicity, rate_cap_Bps);
-  if (member_begin.size() < 2 || member_begin.front() != 0 || member_begin.back() != links.size() ||
-      !std::is_sorted(member_begin.begin(), member_begin.end())) {
-    throw std::invalid_argument("FlowNetwork::start_group: member_begin must rise from 0 to the "
-                                "number of links, with at least one member");
-  }
-  ++s.started;
-  const std::size_t members = member_begin.size() - 1;
-  bool empty_member = bytes == 0;
-  for (std::size_t m = 0; m < members; ++m) empty_member |= member_begin[m] == member_begin[m + 1];
-  if (empty_member) {
+  check_flow_arguments(bytes, multiplicity, rate_cap_Bps);
+  if (!shape) throw std::invalid_argument("FlowNetwork::start_shape: no shape");
+  if (shape->has_empty_member || bytes == 0) {
     // Members with nothing to send end now; the others travel as single flows.
     std::size_t ended = 0;
-    for (std::size_t m = 0; m < members; ++m) {
-      const auto route = links.subspan(member_begin[m], member_begin[m + 1] - member_begin[m]);
+    for (std::size_t m = 0; m < shape->members(); ++m) {
+      const std::span<const std::uint32_t> route(
+          shape->member_links.data() + shape->member_begin[m],
+          shape->member_begin[m + 1] - shape->member_begin[m]);
       if (route.empty() || bytes == 0) {
         ++ended;
         continue;
@@ -608,20 +641,17 @@ FlowId FlowNetwork::start_group(std::span<const std::uint32_t> links,
       start(route, bytes, [done] { done(1); }, multiplicity, rate_cap_Bps);
       --s.started;
     }
+    ++s.started;
     s.engine.schedule_at(s.engine.now(), [done = std::move(done), ended] {
       if (ended > 0) done(ended);
     });
     return s.next_id++;
   }
-  const std::uint32_t slot = s.new_flow(bytes, multiplicity, rate_cap_Bps);
-  FlowState& flow = s.flows[slot];
-  s.set_route(flow, links);
-  flow.member_links.assign(links.begin(), links.end());
-  flow.member_begin.assign(member_begin.begin(), member_begin.end());
-  flow.group_done = std::move(done);
-  s.attach(slot);
+  ++s.started;
+  const std::uint32_t slot = s.new_flow(shape, bytes, multiplicity, rate_cap_Bps);
+  s.flows[slot].group_done = std::move(done);
   s.mark_dirty(slot);
-  return flow.id;
+  return s.flows[slot].id;
 }
 
 double FlowNetwork::capacity_Bps(std::uint32_t link) const {

@@ -53,6 +53,10 @@ namespace wallsim {
 
 using FlowId = std::uint64_t;
 
+// The routes of a flow or class, checked and compressed once (FlowNetwork::make_shape) and
+// shared by every flow started from them.
+struct FlowShape;
+
 class FlowNetwork {
  public:
   using Done = std::function<void()>;
@@ -87,6 +91,15 @@ class FlowNetwork {
   FlowId start_group(std::span<const std::uint32_t> links,
                      std::span<const std::uint32_t> member_begin, double bytes, GroupDone done,
                      double multiplicity = 1.0,
+                     double rate_cap_Bps = std::numeric_limits<double>::infinity());
+
+  // start_group in two steps, for callers that start the same routes many times: the shape
+  // (member routes checked against the links, compressed to distinct links with crossing
+  // counts) is made once, and each start shares it.
+  using Shape = std::shared_ptr<const FlowShape>;
+  Shape make_shape(std::span<const std::uint32_t> links,
+                   std::span<const std::uint32_t> member_begin) const;
+  FlowId start_shape(const Shape& shape, double bytes, GroupDone done, double multiplicity = 1.0,
                      double rate_cap_Bps = std::numeric_limits<double>::infinity());
 
   double capacity_Bps(std::uint32_t link) const;

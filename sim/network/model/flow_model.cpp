@@ -13,7 +13,6 @@ struct TransferClass {
   double bytes = 0;
   std::vector<LinkId> links;
   std::vector<std::uint32_t> begin{0};
-  std::size_t members() const { return begin.size() - 1; }
 };
 
 std::uint64_t mix(std::uint64_t hash, std::uint64_t word) {
@@ -73,11 +72,15 @@ std::vector<TransferClass> classes_of(const Phase& phase, const std::vector<doub
 
 }  // namespace
 
-// A merged plan as the network starts it: per phase, its classes.
+// A merged plan as the network starts it: per phase, its classes as flow shapes.
 struct FlowModel::Plan final : PreparedCollective {
+  struct Class {
+    double bytes = 0;
+    FlowNetwork::Shape shape;
+  };
   Time latency;
   Time min_transfer_time;
-  std::vector<std::vector<TransferClass>> phases;
+  std::vector<std::vector<Class>> phases;
   std::vector<std::size_t> transfers;  // per phase
   std::vector<std::pair<LinkId, double>> crossings;
 };
@@ -96,7 +99,10 @@ std::shared_ptr<const FlowModel::Plan> FlowModel::make_plan(const CollectivePlan
   plan->latency = merged.latency;
   plan->min_transfer_time = merged.min_transfer_time;
   for (const Phase& phase : merged.phases) {
-    plan->phases.push_back(classes_of(phase, capacity_Bps_));
+    auto& classes = plan->phases.emplace_back();
+    for (const TransferClass& group : classes_of(phase, capacity_Bps_)) {
+      classes.push_back({group.bytes, network_.make_shape(group.links, group.begin)});
+    }
     plan->transfers.push_back(phase.transfers.size());
   }
   append_link_bytes(merged, plan->crossings);
@@ -154,12 +160,8 @@ void FlowModel::start_phase(const std::shared_ptr<Run>& run) {
     ++run->phase;
     start_phase(run);
   };
-  for (const TransferClass& group : run->plan->phases[run->phase]) {
-    if (group.members() == 1) {
-      network_.start(group.links, group.bytes, [done] { done(1); }, run->multiplicity);
-    } else {
-      network_.start_group(group.links, group.begin, group.bytes, done, run->multiplicity);
-    }
+  for (const Plan::Class& group : run->plan->phases[run->phase]) {
+    network_.start_shape(group.shape, group.bytes, done, run->multiplicity);
   }
 }
 
