@@ -63,6 +63,9 @@ struct FlowState {
   FlowNetwork::Done done;             // single flows started with start()
   FlowNetwork::GroupDone group_done;  // class flows and the single flows split from one
   std::uint64_t visit = 0;
+  // Class flows: per member, the entry of its route that was its bottleneck at the last check
+  // (tried first: the bottleneck of a member seldom moves).
+  std::vector<std::uint32_t> witness;
 
   std::span<const std::uint32_t> links() const { return shape->links; }
   std::size_t members() const { return shape->members(); }
@@ -182,6 +185,7 @@ std::uint32_t FlowNetwork::State::new_flow(Shape shape, double bytes, double mul
   flow.id = next_id++;
   flow.active = true;
   flow.shape = std::move(shape);
+  flow.witness.clear();
   flow.remaining_bytes = bytes;
   flow.rate_Bps = 0;
   flow.multiplicity = multiplicity;
@@ -377,7 +381,7 @@ bool FlowNetwork::State::classes_hold() {
 }
 
 bool FlowNetwork::State::members_have_bottlenecks(std::uint32_t local_flow) {
-  const FlowState& flow = flows[component_flows[local_flow]];
+  FlowState& flow = flows[component_flows[local_flow]];
   const FlowShape& shape = *flow.shape;
   const double rate = rates_Bps[local_flow];
   if (rate >= flow.cap_Bps * (1 - kCheckTolerance)) return true;
@@ -392,10 +396,17 @@ bool FlowNetwork::State::members_have_bottlenecks(std::uint32_t local_flow) {
     any |= bottleneck_for[k];
   }
   if (!any) return false;
+  if (flow.witness.size() != shape.members()) flow.witness.assign(shape.members(), 0);
   for (std::size_t m = 0; m < shape.members(); ++m) {
+    std::uint32_t& witness = flow.witness[m];
+    if (witness >= shape.member_begin[m] && witness < shape.member_begin[m + 1] &&
+        bottleneck_for[shape.member_entry[witness]]) {
+      continue;
+    }
     bool found = false;
     for (auto i = shape.member_begin[m]; !found && i < shape.member_begin[m + 1]; ++i) {
       found = bottleneck_for[shape.member_entry[i]];
+      if (found) witness = i;
     }
     if (!found) return false;
   }

@@ -26,6 +26,7 @@ NetworkModel::Prepared AnalyticalModel::prepare(std::span<const CollectivePlan> 
     append_link_bytes(copy, prepared->crossings);
   }
   append_link_bytes(instances.front(), prepared->crossings);
+  prepared->crossings = per_link_bytes(prepared->crossings);
   prepared->duration = contention_free_time(instances.front(), capacity_Bps_);
   return prepared;
 }

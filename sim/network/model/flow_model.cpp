@@ -106,6 +106,7 @@ std::shared_ptr<const FlowModel::Plan> FlowModel::make_plan(const CollectivePlan
     plan->transfers.push_back(phase.transfers.size());
   }
   append_link_bytes(merged, plan->crossings);
+  plan->crossings = per_link_bytes(plan->crossings);
   return plan;
 }
 

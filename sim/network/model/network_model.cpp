@@ -55,6 +55,23 @@ void NetworkModel::append_link_bytes(const CollectivePlan& plan,
   }
 }
 
+// Sums the bytes of each link (links in order of first crossing, bytes in crossing order).
+std::vector<std::pair<LinkId, double>> NetworkModel::per_link_bytes(
+    std::span<const std::pair<LinkId, double>> crossings) {
+  std::vector<std::pair<LinkId, double>> sorted(crossings.begin(), crossings.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::pair<LinkId, double>> sums;
+  for (const auto& [link, bytes] : sorted) {
+    if (sums.empty() || sums.back().first != link) {
+      sums.emplace_back(link, bytes);
+    } else {
+      sums.back().second += bytes;
+    }
+  }
+  return sums;
+}
+
 std::vector<std::string> network_model_names() {
   std::vector<std::string> names;
   for (const auto& model : kModels) names.emplace_back(model.name);

@@ -71,6 +71,9 @@ class NetworkModel {
   // The crossings count_link_bytes(plan, 1) would add, in its order.
   static void append_link_bytes(const CollectivePlan& plan,
                                 std::vector<std::pair<LinkId, double>>& crossings);
+  // Crossings summed per link, so a prepared collective adds each link once per start.
+  static std::vector<std::pair<LinkId, double>> per_link_bytes(
+      std::span<const std::pair<LinkId, double>> crossings);
 
  private:
   std::vector<double> link_bytes_;
