@@ -66,16 +66,10 @@ struct FlowState {
   // Class flows: per member, the entry of its route that was its bottleneck at the last check
   // (tried first: the bottleneck of a member seldom moves).
   std::vector<std::uint32_t> witness;
+  bool expanded = false;  // solved member by member at this instant (its check failed)
 
   std::span<const std::uint32_t> links() const { return shape->links; }
   std::size_t members() const { return shape->members(); }
-};
-
-// The members of a class split at this instant: their routes and their single flows, to be
-// regrouped by the rates the solve gave them.
-struct SplitFamily {
-  FlowNetwork::Shape shape;          // the class's
-  std::vector<std::uint32_t> slots;  // slots[i]: member i's single flow
 };
 
 // Relative slack of the max-min check: a link within it of its capacity is saturated, a rate
@@ -84,6 +78,7 @@ struct SplitFamily {
 constexpr double kCheckTolerance = 1e-9;
 
 constexpr auto kNoIndex = std::numeric_limits<std::uint32_t>::max();
+constexpr auto kWholeFlow = kNoIndex;  // a problem flow that is a whole flow, not one member
 
 // A completion waiting in the queue; stale once its flow ended or was rescheduled.
 struct Due {
@@ -131,8 +126,9 @@ struct FlowNetwork::State {
   std::vector<std::uint32_t> compress_index;  // per link: scratch index, kNoIndex between uses
   std::vector<double> link_load_Bps, link_max_rate_Bps;
   std::vector<bool> bottleneck_for;
-  std::vector<std::uint32_t> failed_classes;
-  std::vector<SplitFamily> families;
+  std::vector<std::uint32_t> problem_slot, problem_member;  // per problem flow: its owner
+  std::vector<double> member_crossings;
+  std::uint64_t expansions = 0;
   MaxMinProblem problem;
   MaxMinSolver solver;
   std::vector<double> rates_Bps;
@@ -154,9 +150,9 @@ struct FlowNetwork::State {
   void collect_component();
   void build_problem();
   bool classes_hold();
-  bool members_have_bottlenecks(std::uint32_t local_flow);
-  void split_class(std::uint32_t slot);
-  void regroup(const SplitFamily& family);
+  bool members_have_bottlenecks(std::uint32_t problem_flow);
+  void add_member(const FlowState& flow, std::uint32_t member);
+  void resolve_expanded(std::uint32_t slot, std::uint32_t first, std::uint32_t last);
   void retire(std::uint32_t slot);
   void remove(std::uint32_t slot);
   void apply_rate(std::uint32_t slot, double rate_Bps);
@@ -323,42 +319,79 @@ void FlowNetwork::State::build_problem() {
   for (std::uint32_t link : component_links) {
     links[link].local = problem.add_link(links[link].capacity_Bps);
   }
+  problem_slot.clear();
+  problem_member.clear();
   for (std::uint32_t slot : component_flows) {
     const FlowState& flow = flows[slot];
+    if (flow.expanded) {
+      for (std::uint32_t m = 0; m < flow.members(); ++m) {
+        add_member(flow, m);
+        problem_slot.push_back(slot);
+        problem_member.push_back(m);
+      }
+      continue;
+    }
     local_path.clear();
     for (std::uint32_t link : flow.links()) local_path.push_back(links[link].local);
     problem.add_flow(local_path, flow.shape->crossings, flow.multiplicity, flow.cap_Bps);
+    problem_slot.push_back(slot);
+    problem_member.push_back(kWholeFlow);
   }
 }
 
-// The one solve of this instant, over every component that a start or an end touched; again
-// after splitting any class whose members the solution does not serve alike.
+// One member of a class as a flow of its own, its route compressed on the fly.
+void FlowNetwork::State::add_member(const FlowState& flow, std::uint32_t member) {
+  const FlowShape& shape = *flow.shape;
+  local_path.clear();
+  member_crossings.clear();
+  for (auto i = shape.member_begin[member]; i < shape.member_begin[member + 1]; ++i) {
+    const std::uint32_t link = shape.member_links[i];
+    if (compress_index[link] == kNoIndex) {
+      compress_index[link] = static_cast<std::uint32_t>(local_path.size());
+      local_path.push_back(links[link].local);
+      member_crossings.push_back(0.0);
+    }
+    member_crossings[compress_index[link]] += 1.0;
+  }
+  for (auto i = shape.member_begin[member]; i < shape.member_begin[member + 1]; ++i) {
+    compress_index[shape.member_links[i]] = kNoIndex;
+  }
+  problem.add_flow(local_path, member_crossings, flow.multiplicity, flow.cap_Bps);
+}
+
+// The one solve of this instant, over every component that a start or an end touched; again,
+// member by member, for any class whose members the solution does not serve alike.
 void FlowNetwork::State::settle() {
   if (dirty_links.empty()) return;
-  families.clear();
-  for (;;) {
-    collect_component();
-    if (component_flows.empty()) break;
+  collect_component();
+  dirty_links.clear();
+  if (component_flows.empty()) return;
+  do {
     build_problem();
     solver.solve(problem, rates_Bps);
     ++solved;
     recomputed += component_flows.size();
-    if (classes_hold()) break;
+  } while (!classes_hold());
+  const auto solved_flows = static_cast<std::uint32_t>(problem.num_flows());
+  for (std::uint32_t p = 0; p < solved_flows; ++p) {
+    if (problem_member[p] == kWholeFlow) apply_rate(problem_slot[p], rates_Bps[p]);
   }
-  dirty_links.clear();
-  for (std::size_t i = 0; i < component_flows.size(); ++i) {
-    apply_rate(component_flows[i], rates_Bps[i]);
+  for (std::uint32_t first = 0, last; first < solved_flows; first = last) {
+    last = first + 1;
+    if (problem_member[first] == kWholeFlow) continue;
+    while (last < solved_flows && problem_slot[last] == problem_slot[first]) ++last;
+    resolve_expanded(problem_slot[first], first, last);
   }
-  for (const SplitFamily& family : families) regroup(family);
   arm_wakeup();
 }
 
 // Checks every class flow of the solved component (header: each member needs a bottleneck of
 // its own); splits those that fail and returns false when any did.
 bool FlowNetwork::State::classes_hold() {
-  failed_classes.clear();
   bool any_class = false;
-  for (std::uint32_t slot : component_flows) any_class |= flows[slot].members() > 1;
+  for (std::uint32_t p = 0; p < problem.num_flows(); ++p) {
+    any_class |= problem_member[p] == kWholeFlow && flows[problem_slot[p]].members() > 1;
+  }
   if (!any_class) return true;
   const std::size_t n = problem.num_links();
   link_load_Bps.assign(n, 0.0);
@@ -370,20 +403,23 @@ bool FlowNetwork::State::classes_hold() {
       link_max_rate_Bps[link] = std::max(link_max_rate_Bps[link], rates_Bps[f]);
     }
   }
-  for (std::uint32_t f = 0; f < component_flows.size(); ++f) {
-    if (flows[component_flows[f]].members() > 1 && !members_have_bottlenecks(f)) {
-      failed_classes.push_back(component_flows[f]);
+  bool hold = true;
+  for (std::uint32_t p = 0; p < problem.num_flows(); ++p) {
+    FlowState& flow = flows[problem_slot[p]];
+    if (problem_member[p] != kWholeFlow || flow.members() < 2) continue;
+    if (!members_have_bottlenecks(p)) {
+      flow.expanded = true;
+      ++expansions;
+      hold = false;
     }
   }
-  for (std::uint32_t slot : failed_classes) split_class(slot);
-  split += failed_classes.size();
-  return failed_classes.empty();
+  return hold;
 }
 
-bool FlowNetwork::State::members_have_bottlenecks(std::uint32_t local_flow) {
-  FlowState& flow = flows[component_flows[local_flow]];
+bool FlowNetwork::State::members_have_bottlenecks(std::uint32_t problem_flow) {
+  FlowState& flow = flows[problem_slot[problem_flow]];
   const FlowShape& shape = *flow.shape;
-  const double rate = rates_Bps[local_flow];
+  const double rate = rates_Bps[problem_flow];
   if (rate >= flow.cap_Bps * (1 - kCheckTolerance)) return true;
   // Which of the class's links would be a bottleneck for a member crossing it.
   bottleneck_for.assign(shape.links.size(), false);
@@ -413,55 +449,38 @@ bool FlowNetwork::State::members_have_bottlenecks(std::uint32_t local_flow) {
   return true;
 }
 
-// The class leaves the network without completing; each member continues as a single flow
-// with the bytes it has left, reporting its own completion through the class's callback.
-void FlowNetwork::State::split_class(std::uint32_t slot) {
-  const Time now = engine.now();
-  FlowState& group = flows[slot];
-  const double remaining = std::max(
-      0.0, group.remaining_bytes - group.rate_Bps * (now - group.updated_at).seconds());
-  SplitFamily& family = families.emplace_back();
-  family.shape = group.shape;
-  const GroupDone done = std::move(group.group_done);
-  const double multiplicity = group.multiplicity, cap = group.cap_Bps;
-  retire(slot);
-  for (std::uint32_t m = 0; m < family.shape->members(); ++m) {
-    const std::uint32_t member = new_flow(member_shape(*family.shape, std::span(&m, 1)),
-                                          remaining, multiplicity, cap);
-    flows[member].group_done = done;
-    family.slots.push_back(member);
-  }
-}
-
-// Members of a split class that the solve gave the same rate become a class again (their
-// bytes left are equal too: they were one flow until now). Loads and rates stay as solved, so
-// nothing is re-solved; the next solve checks the new class like any other.
-void FlowNetwork::State::regroup(const SplitFamily& family) {
-  std::vector<std::uint32_t> order(family.slots.size());
+// A class solved member by member (problem flows [first, last)): members of equal rate stay
+// together as a class (their bytes left are equal: they were one flow until now), each group a
+// flow of its own from now on. Loads and rates stay as solved, so nothing is re-solved; the
+// next solve checks the new classes like any other.
+void FlowNetwork::State::resolve_expanded(std::uint32_t slot, std::uint32_t first,
+                                          std::uint32_t last) {
+  std::vector<std::uint32_t> order(last - first);
   std::iota(order.begin(), order.end(), 0u);
-  auto rate_of = [&](std::uint32_t m) { return flows[family.slots[m]].rate_Bps; };
+  auto rate_of = [&](std::uint32_t m) { return rates_Bps[first + m]; };
   std::stable_sort(order.begin(), order.end(),
                    [&](std::uint32_t a, std::uint32_t b) { return rate_of(a) < rate_of(b); });
-  for (std::size_t first = 0; first < order.size();) {
-    std::size_t last = first + 1;
-    while (last < order.size() && rate_of(order[last]) == rate_of(order[first])) ++last;
-    const double rate = rate_of(order[first]);
-    if (last - first < 2 || !(rate > 0)) {
-      first = last;
-      continue;
-    }
-    const auto members = std::span(order).subspan(first, last - first);
-    const FlowState& model = flows[family.slots[members.front()]];
-    const double remaining = model.remaining_bytes, multiplicity = model.multiplicity;
-    const double cap = model.cap_Bps;
-    GroupDone done = model.group_done;
-    for (std::uint32_t m : members) remove(family.slots[m]);
-    const std::uint32_t slot =
-        new_flow(member_shape(*family.shape, members), remaining, multiplicity, cap);
-    flows[slot].group_done = std::move(done);
-    flows[slot].rate_Bps = rate;
-    push_due(slot);
-    first = last;
+  FlowState& flow = flows[slot];
+  flow.expanded = false;
+  if (rate_of(order.front()) == rate_of(order.back())) {
+    apply_rate(slot, rate_of(order.front()));
+    return;
+  }
+  const Time now = engine.now();
+  const double remaining =
+      std::max(0.0, flow.remaining_bytes - flow.rate_Bps * (now - flow.updated_at).seconds());
+  const Shape shape = flow.shape;
+  const GroupDone done = flow.group_done;
+  const double multiplicity = flow.multiplicity, cap = flow.cap_Bps;
+  remove(slot);
+  ++split;
+  for (std::size_t begin = 0, end; begin < order.size(); begin = end) {
+    end = begin + 1;
+    while (end < order.size() && rate_of(order[end]) == rate_of(order[begin])) ++end;
+    const auto members = std::span(order).subspan(begin, end - begin);
+    const std::uint32_t part = new_flow(member_shape(*shape, members), remaining, multiplicity, cap);
+    flows[part].group_done = done;
+    apply_rate(part, rate_of(members.front()));
   }
 }
 
