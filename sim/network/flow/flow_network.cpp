@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
@@ -67,6 +68,7 @@ struct FlowState {
   // (tried first: the bottleneck of a member seldom moves).
   std::vector<std::uint32_t> witness;
   bool expanded = false;  // solved member by member at this instant (its check failed)
+  std::uint32_t local = 0;  // index among the component's flows at this instant
 
   std::span<const std::uint32_t> links() const { return shape->links; }
   std::size_t members() const { return shape->members(); }
@@ -128,6 +130,11 @@ struct FlowNetwork::State {
   std::vector<bool> bottleneck_for;
   std::vector<std::uint32_t> problem_slot, problem_member;  // per problem flow: its owner
   std::vector<double> member_crossings;
+  // Link signatures: (flow, crossings) pairs of each component link, and links by hash.
+  std::vector<std::pair<std::uint32_t, double>> signature;
+  std::vector<std::size_t> signature_begin;
+  std::unordered_multimap<std::uint64_t, std::uint32_t> link_by_hash;  // hash -> component link
+  std::vector<std::uint32_t> problem_link_stamp;
   std::uint64_t expansions = 0;
   MaxMinProblem problem;
   MaxMinSolver solver;
@@ -149,6 +156,8 @@ struct FlowNetwork::State {
   void settle();
   void collect_component();
   void build_problem();
+  void add_links(bool merge_equal);
+  std::uint64_t sign_link(std::uint32_t link);
   bool classes_hold();
   bool members_have_bottlenecks(std::uint32_t problem_flow);
   void add_member(const FlowState& flow, std::uint32_t member);
@@ -316,9 +325,12 @@ void FlowNetwork::State::collect_component() {
 
 void FlowNetwork::State::build_problem() {
   problem.clear();
-  for (std::uint32_t link : component_links) {
-    links[link].local = problem.add_link(links[link].capacity_Bps);
+  bool any_expanded = false;
+  for (std::uint32_t i = 0; i < component_flows.size(); ++i) {
+    flows[component_flows[i]].local = i;
+    any_expanded |= flows[component_flows[i]].expanded;
   }
+  add_links(!any_expanded);
   problem_slot.clear();
   problem_member.clear();
   for (std::uint32_t slot : component_flows) {
@@ -331,12 +343,77 @@ void FlowNetwork::State::build_problem() {
       }
       continue;
     }
+    // Links merged into one problem link are one constraint: the flow crosses it once.
     local_path.clear();
-    for (std::uint32_t link : flow.links()) local_path.push_back(links[link].local);
-    problem.add_flow(local_path, flow.shape->crossings, flow.multiplicity, flow.cap_Bps);
+    member_crossings.clear();
+    const auto path = flow.links();
+    for (std::size_t k = 0; k < path.size(); ++k) {
+      const std::uint32_t local = links[path[k]].local;
+      if (problem_link_stamp[local] == slot + 1) continue;
+      problem_link_stamp[local] = slot + 1;
+      local_path.push_back(local);
+      member_crossings.push_back(flow.shape->crossings[k]);
+    }
+    for (std::uint32_t local : local_path) problem_link_stamp[local] = 0;
+    problem.add_flow(local_path, member_crossings, flow.multiplicity, flow.cap_Bps);
     problem_slot.push_back(slot);
     problem_member.push_back(kWholeFlow);
   }
+}
+
+// Problem links for the component's links. Links with the same capacity crossed by the same
+// flows the same number of times are the same constraint at every level of the progressive
+// filling (same capacity, same frozen load, same unfrozen weight): they become one problem
+// link, so a collective's hundreds of symmetric links cost the solver a few. Not while a class
+// is solved member by member (its members' crossings are not in the link lists).
+void FlowNetwork::State::add_links(bool merge_equal) {
+  link_by_hash.clear();
+  signature.clear();
+  signature_begin.assign(1, 0);
+  for (std::uint32_t i = 0; i < component_links.size(); ++i) {
+    const std::uint32_t link = component_links[i];
+    std::optional<std::uint32_t> same;
+    if (merge_equal) {
+      const std::uint64_t hash = sign_link(link);
+      const auto mine = std::span(signature).subspan(signature_begin[i]);
+      for (auto [it, end] = link_by_hash.equal_range(hash); it != end && !same; ++it) {
+        const std::uint32_t j = it->second;
+        const auto theirs = std::span(signature).subspan(
+            signature_begin[j], signature_begin[j + 1] - signature_begin[j]);
+        if (links[component_links[j]].capacity_Bps == links[link].capacity_Bps &&
+            std::equal(mine.begin(), mine.end(), theirs.begin(), theirs.end())) {
+          same = links[component_links[j]].local;
+        }
+      }
+      if (!same) link_by_hash.emplace(hash, i);
+    } else {
+      signature_begin.push_back(signature.size());
+    }
+    links[link].local = same ? *same : problem.add_link(links[link].capacity_Bps);
+  }
+  problem_link_stamp.assign(problem.num_links(), 0);
+}
+
+// Appends the link's sorted (component flow, crossings) pairs to `signature`; returns their
+// hash with the capacity's.
+std::uint64_t FlowNetwork::State::sign_link(std::uint32_t link) {
+  const std::size_t begin = signature.size();
+  for (const Crossing& crossing : links[link].crossings) {
+    const FlowState& flow = flows[crossing.flow_slot];
+    signature.emplace_back(flow.local, flow.shape->crossings[crossing.hop]);
+  }
+  std::sort(signature.begin() + static_cast<std::ptrdiff_t>(begin), signature.end());
+  signature_begin.push_back(signature.size());
+  std::uint64_t hash;
+  std::memcpy(&hash, &links[link].capacity_Bps, sizeof hash);
+  for (std::size_t k = begin; k < signature.size(); ++k) {
+    std::uint64_t count;
+    std::memcpy(&count, &signature[k].second, sizeof count);
+    hash = (hash ^ signature[k].first) * 0x9e3779b97f4a7c15ULL;
+    hash = (hash ^ count) * 0x9e3779b97f4a7c15ULL;
+    hash ^= hash >> 29;
+  }
+  return hash;
 }
 
 // One member of a class as a flow of its own, its route compressed on the fly.
