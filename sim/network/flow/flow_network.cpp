@@ -135,6 +135,9 @@ struct FlowNetwork::State {
   std::vector<std::size_t> signature_begin;
   std::unordered_multimap<std::uint64_t, std::uint32_t> link_by_hash;  // hash -> component link
   std::vector<std::uint32_t> problem_link_stamp;
+  // Merging costs a signature per link; where it found little to merge (random traffic), the
+  // next settles skip it and try again later. It never changes a rate, only the solve's size.
+  std::uint32_t merge_backoff = 0, merge_skipped = 0;
   std::uint64_t expansions = 0;
   MaxMinProblem problem;
   MaxMinSolver solver;
@@ -330,7 +333,15 @@ void FlowNetwork::State::build_problem() {
     flows[component_flows[i]].local = i;
     any_expanded |= flows[component_flows[i]].expanded;
   }
-  add_links(!any_expanded);
+  const bool try_merge = !any_expanded && merge_skipped >= merge_backoff;
+  add_links(try_merge);
+  if (try_merge) {
+    const bool paid_off = 8 * problem.num_links() < 7 * component_links.size();
+    merge_backoff = paid_off ? 0 : std::min<std::uint32_t>(2 * merge_backoff + 1, 64);
+    merge_skipped = 0;
+  } else {
+    ++merge_skipped;
+  }
   problem_slot.clear();
   problem_member.clear();
   for (std::uint32_t slot : component_flows) {
@@ -343,10 +354,17 @@ void FlowNetwork::State::build_problem() {
       }
       continue;
     }
-    // Links merged into one problem link are one constraint: the flow crosses it once.
     local_path.clear();
-    member_crossings.clear();
     const auto path = flow.links();
+    if (problem.num_links() == component_links.size()) {  // nothing merged
+      for (std::uint32_t link : path) local_path.push_back(links[link].local);
+      problem.add_flow(local_path, flow.shape->crossings, flow.multiplicity, flow.cap_Bps);
+      problem_slot.push_back(slot);
+      problem_member.push_back(kWholeFlow);
+      continue;
+    }
+    // Links merged into one problem link are one constraint: the flow crosses it once.
+    member_crossings.clear();
     for (std::size_t k = 0; k < path.size(); ++k) {
       const std::uint32_t local = links[path[k]].local;
       if (problem_link_stamp[local] == slot + 1) continue;
