@@ -149,3 +149,32 @@ TEST_CASE("a budget equal to the events needed is not exceeded", "[core][engine]
   engine.schedule_at(Time::from_us(2), [] {});
   CHECK(engine.run() == 2);
 }
+
+TEST_CASE("a late event runs after every ordinary event of its time, even ones scheduled then",
+          "[core][engine]") {
+  Engine engine;
+  std::vector<std::string> order;
+  engine.schedule_late(Time::from_us(1), [&] { order.push_back("late"); });
+  engine.schedule_at(Time::from_us(1), [&] {
+    order.push_back("a");
+    // Scheduled during the instant, after the late event was: still runs before it.
+    engine.schedule_at(engine.now(), [&] { order.push_back("b"); });
+  });
+  engine.schedule_at(Time::from_us(2), [&] { order.push_back("next"); });
+  engine.run();
+  CHECK(order == std::vector<std::string>{"a", "b", "late", "next"});
+}
+
+TEST_CASE("late events of one time run in scheduling order and may schedule ordinary ones",
+          "[core][engine]") {
+  Engine engine;
+  std::vector<std::string> order;
+  engine.schedule_late(Time::from_us(1), [&] {
+    order.push_back("late1");
+    engine.schedule_at(engine.now(), [&] { order.push_back("ordinary"); });
+  });
+  engine.schedule_late(Time::from_us(1), [&] { order.push_back("late2"); });
+  engine.run();
+  // The ordinary event scheduled by late1 sorts before late2 (same time, not late).
+  CHECK(order == std::vector<std::string>{"late1", "ordinary", "late2"});
+}

@@ -1,10 +1,12 @@
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "reference_max_min_solver.hpp"
 #include "sim/network/flow/max_min_solver.hpp"
 
 using wallsim::MaxMinProblem;
@@ -104,4 +106,65 @@ TEST_CASE("random problems get feasible rates where every flow has a bottleneck"
       CHECK(bottlenecked);
     }
   }
+}
+
+// The product solver against the reference (reference_max_min_solver.hpp: one entry per
+// crossing, no counts) on random problems: random link counts and capacities over three
+// orders of magnitude, paths that may repeat a link, weights (multiplicities), and caps on a
+// third of the flows. The product solver gets each problem twice: as the reference does (a
+// repeated link listed again) and compressed (distinct links with crossing counts).
+TEST_CASE("the solver gives the reference solver's rates on 1,000 random problems",
+          "[max_min]") {
+  std::mt19937_64 random(20261201);
+  auto uniform = [&](double lo, double hi) {
+    return lo + (hi - lo) * double(random() >> 11) * 0x1.0p-53;
+  };
+  wallsim::reference::MaxMinSolver reference;
+  MaxMinSolver solver;
+  std::vector<double> expected, listed, counted;
+  double worst = 0;
+  for (int trial = 0; trial < 1000; ++trial) {
+    wallsim::reference::MaxMinProblem plain;
+    MaxMinProblem repeated, compressed;
+    const int links = 1 + int(random() % 60);
+    for (int l = 0; l < links; ++l) {
+      const double capacity = std::pow(10.0, uniform(9, 12));  // 1 GB/s .. 1 TB/s
+      plain.add_link(capacity);
+      repeated.add_link(capacity);
+      compressed.add_link(capacity);
+    }
+    const int flows = 1 + int(random() % 120);
+    for (int f = 0; f < flows; ++f) {
+      std::vector<std::uint32_t> path;
+      const int hops = 1 + int(random() % 8);
+      for (int h = 0; h < hops; ++h) path.push_back(std::uint32_t(random() % links));
+      const double weight = random() % 4 == 0 ? double(1 + random() % 64) : 1.0;
+      const double cap = random() % 3 == 0 ? std::pow(10.0, uniform(8, 12))
+                                           : std::numeric_limits<double>::infinity();
+      plain.add_flow(path, weight, cap);
+      repeated.add_flow(path, weight, cap);
+      std::vector<std::uint32_t> distinct;
+      std::vector<double> crossings;
+      for (std::uint32_t link : path) {
+        const auto at = std::find(distinct.begin(), distinct.end(), link);
+        if (at == distinct.end()) {
+          distinct.push_back(link);
+          crossings.push_back(1.0);
+        } else {
+          crossings[std::size_t(at - distinct.begin())] += 1.0;
+        }
+      }
+      compressed.add_flow(distinct, crossings, weight, cap);
+    }
+    reference.solve(plain, expected);
+    solver.solve(repeated, listed);
+    solver.solve(compressed, counted);
+    REQUIRE(expected.size() == std::size_t(flows));
+    for (int f = 0; f < flows; ++f) {
+      REQUIRE(expected[f] > 0);
+      worst = std::max({worst, std::abs(listed[f] - expected[f]) / expected[f],
+                        std::abs(counted[f] - expected[f]) / expected[f]});
+    }
+  }
+  CHECK(worst <= 1e-9);
 }
