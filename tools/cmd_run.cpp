@@ -57,14 +57,6 @@ int run(const RunOptions& options) {
   const Profile profile = run_profile(config);
   spdlog::info("simulating {} on {} GPUs ({} fidelity, {} network)", config.model.name,
                config.num_gpus, config.simulation.fidelity, config.simulation.network);
-  // Every all-to-all of n ranks is n·(n−1) concurrent flows in the flow model: from ep = 32 on
-  // they dominate the run.
-  if (config.model.moe && config.layout.expert.ep >= 32 && config.simulation.network == "flow") {
-    spdlog::warn(
-        "ep = {} all-to-alls are slow to solve with the flow network model; "
-        "simulation.network=analytical times them in a fraction",
-        config.layout.expert.ep);
-  }
   auto result = models::simulate(config, profile.gpu, profile.comm);
   log_notes(result.summary.notes);
   // Checked before anything is written or re-simulated.
