@@ -61,9 +61,21 @@ SweepSetup load_setup(const SweepOptions& options) {
       {},
       {}};
   const auto& parsed = setup.base.parsed;
-  setup.space = models::default_space({parsed.model.layers, setup.base.num_gpus,
-                                       parsed.cluster.gpus_per_node, parsed.training.seq_len});
-  for (const auto& assignment : options.vary) models::apply_vary(setup.space, assignment);
+  setup.space = models::default_space(
+      {parsed.model.layers, setup.base.num_gpus, parsed.cluster.gpus_per_node,
+       parsed.training.seq_len, parsed.model.moe ? parsed.model.moe->experts : 0});
+  for (const auto& assignment : options.vary) {
+    models::apply_vary(setup.space, assignment);
+    const auto& space = setup.space;
+    const bool expert_knob = space.ep != std::vector<std::int64_t>{1} ||
+                             space.etp != std::vector<std::int64_t>{1} ||
+                             space.dispatcher != std::vector<std::string>{"alltoall"};
+    if (expert_knob && !parsed.model.moe) {
+      throw InputError("command line", "--vary", assignment,
+                       "expert parallelism needs a MoE model; " + parsed.model.name +
+                           " has no experts");
+    }
+  }
   setup.profile = run_profile(parsed);
   return setup;
 }
@@ -167,7 +179,7 @@ void add_sweep_command(CLI::App& app, CommandSet& commands) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--vary", options->vary,
                   "Replace a knob's values, e.g. --vary tp=2,4,8 pp=1,2,4 recompute=none "
-                  "(knobs: tp sp cp pp vpp mb recompute dist_opt overlap)");
+                  "(knobs: tp sp cp pp vpp ep etp dispatcher mb recompute dist_opt overlap)");
   sub->add_option("--set", options->overrides, "Override a field of the base config");
   sub->add_option("--jobs,-j", options->jobs, "Worker threads (default: all cores)")
       ->check(CLI::PositiveNumber);

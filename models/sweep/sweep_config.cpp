@@ -75,6 +75,11 @@ nlohmann::json point_config(const SweepBase& base, const SweepPoint& p) {
   parallel["cp"] = p.cp;
   parallel["pp"] = p.pp;
   parallel["vpp"] = p.vpp;
+  if (base.parsed.model.moe) {
+    parallel["ep"] = p.ep;
+    parallel["etp"] = p.etp;
+    parallel["moe_dispatcher"] = p.dispatcher;
+  }
   doc["parallel"] = parallel;
   nlohmann::json& training = doc["training"];
   training["micro_batch"] = p.micro_batch;

@@ -146,7 +146,7 @@ void write_knob(const std::string& name, const KnobValue& value_of,
 void write_knobs(const SweepReport& report, std::ostream& out) {
   double best = 1;
   for (const auto& r : report.rows) best = std::max(best, r.tokens_per_s_per_gpu);
-  const std::vector<std::pair<std::string, KnobValue>> knobs{
+  std::vector<std::pair<std::string, KnobValue>> knobs{
       {"tp", [](const SweepRow& r) { return std::to_string(r.point.tp); }},
       {"cp", [](const SweepRow& r) { return std::to_string(r.point.cp); }},
       {"pp", [](const SweepRow& r) { return std::to_string(r.point.pp); }},
@@ -163,6 +163,15 @@ void write_knobs(const SweepReport& report, std::ostream& out) {
        [](const SweepRow& r) { return std::string(r.point.distributed_optimizer ? "on" : "off"); }},
       {"overlap", [](const SweepRow& r) { return std::string(r.point.overlap ? "on" : "off"); }},
       {"binding wall", [](const SweepRow& r) { return r.binding; }}};
+  const bool experts = std::any_of(report.rows.begin(), report.rows.end(), [](const auto& r) {
+    return r.point.ep > 1 || r.point.etp > 1 || r.point.dispatcher != "alltoall";
+  });
+  if (experts) {
+    knobs.insert(knobs.begin() + 4,
+                 {{"ep", [](const SweepRow& r) { return std::to_string(r.point.ep); }},
+                  {"etp", [](const SweepRow& r) { return std::to_string(r.point.etp); }},
+                  {"dispatcher", [](const SweepRow& r) { return r.point.dispatcher; }}});
+  }
   for (const auto& [name, value_of] : knobs) write_knob(name, value_of, report.rows, best, out);
 }
 

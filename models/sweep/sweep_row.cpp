@@ -33,6 +33,9 @@ nlohmann::json row_to_json(const SweepRow& r) {
           {"cp", p.cp},
           {"pp", p.pp},
           {"vpp", p.vpp},
+          {"ep", p.ep},
+          {"etp", p.etp},
+          {"dispatcher", p.dispatcher},
           {"dp", r.dp},
           {"micro_batch", p.micro_batch},
           {"num_microbatches", r.num_microbatches},
@@ -60,6 +63,9 @@ SweepRow row_from_json(const nlohmann::json& j, const std::string& where) {
     r.point.cp = j.at("cp").get<std::int64_t>();
     r.point.pp = j.at("pp").get<std::int64_t>();
     r.point.vpp = j.at("vpp").get<std::int64_t>();
+    r.point.ep = j.value("ep", std::int64_t{1});
+    r.point.etp = j.value("etp", std::int64_t{1});
+    r.point.dispatcher = j.value("dispatcher", std::string("alltoall"));
     r.dp = j.at("dp").get<std::int64_t>();
     r.point.micro_batch = j.at("micro_batch").get<std::int64_t>();
     r.num_microbatches = j.at("num_microbatches").get<std::int64_t>();

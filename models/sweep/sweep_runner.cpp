@@ -82,7 +82,6 @@ std::vector<std::string> sweep_notes(const SweepSpace& space) {
         "cp > 1 exchanges attention over CP as the config's parallel.cp_comm_type says "
         "(default: the p2p ring with the load-balanced split)");
   }
-  notes.push_back("ep and etp are not swept: they come from the config (--set parallel.ep=N)");
   return notes;
 }
 

@@ -62,6 +62,16 @@ std::vector<bool> parse_switches(const std::string& assignment,
   return switches;
 }
 
+std::vector<std::string> parse_dispatchers(const std::string& assignment,
+                                          const std::vector<std::string>& values) {
+  for (const auto& value : values) {
+    if (value != "alltoall" && value != "allgather" && value != "flex") {
+      reject(assignment, "\"" + value + "\" must be one of: alltoall, allgather, flex");
+    }
+  }
+  return values;
+}
+
 std::vector<Recompute> parse_recompute(const std::string& assignment,
                                        const std::vector<std::string>& values) {
   std::vector<Recompute> choices;
@@ -96,6 +106,8 @@ std::string join(const std::vector<T>& values) {
       text += value ? "on" : "off";
     } else if constexpr (std::is_same_v<T, Recompute>) {
       text += to_string(value);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      text += value;
     } else {
       text += std::to_string(value);
     }
@@ -107,8 +119,11 @@ std::string join(const std::vector<T>& values) {
 
 std::string point_id(const SweepPoint& p) {
   std::string id = "tp" + std::to_string(p.tp) + "-cp" + std::to_string(p.cp) + "-pp" +
-                   std::to_string(p.pp) + "-vpp" + std::to_string(p.vpp) + "-mb" +
-                   std::to_string(p.micro_batch) + "-" + to_string(p.recompute);
+                   std::to_string(p.pp) + "-vpp" + std::to_string(p.vpp);
+  if (p.ep > 1) id += "-ep" + std::to_string(p.ep);
+  if (p.etp > 1) id += "-etp" + std::to_string(p.etp);
+  if (p.dispatcher != "alltoall") id += "-" + p.dispatcher;
+  id += "-mb" + std::to_string(p.micro_batch) + "-" + to_string(p.recompute);
   if (p.tp > 1 && !p.sequence_parallel) id += "-nosp";
   if (!p.distributed_optimizer) id += "-nodo";
   if (!p.overlap) id += "-noov";
@@ -117,7 +132,8 @@ std::string point_id(const SweepPoint& p) {
 
 std::int64_t SweepSpace::size() const {
   return static_cast<std::int64_t>(tp.size() * sequence_parallel.size() * cp.size() * pp.size() *
-                                   vpp.size() * micro_batch.size() * recompute.size() *
+                                   vpp.size() * ep.size() * etp.size() * dispatcher.size() *
+                                   micro_batch.size() * recompute.size() *
                                    distributed_optimizer.size() * overlap.size());
 }
 
@@ -128,6 +144,9 @@ SweepPoint SweepSpace::at(std::int64_t index) const {
   p.distributed_optimizer = distributed_optimizer[pick(distributed_optimizer, index)];
   p.recompute = recompute[pick(recompute, index)];
   p.micro_batch = micro_batch[pick(micro_batch, index)];
+  p.dispatcher = dispatcher[pick(dispatcher, index)];
+  p.etp = etp[pick(etp, index)];
+  p.ep = ep[pick(ep, index)];
   p.vpp = vpp[pick(vpp, index)];
   p.pp = pp[pick(pp, index)];
   p.cp = cp[pick(cp, index)];
@@ -137,8 +156,9 @@ SweepPoint SweepSpace::at(std::int64_t index) const {
 }
 
 const std::vector<std::string>& sweep_knob_names() {
-  static const std::vector<std::string> kNames{"tp", "sp",        "cp",       "pp",     "vpp",
-                                               "mb", "recompute", "dist_opt", "overlap"};
+  static const std::vector<std::string> kNames{
+      "tp", "sp", "cp", "pp", "vpp", "ep", "etp", "dispatcher", "mb", "recompute", "dist_opt",
+      "overlap"};
   return kNames;
 }
 
@@ -170,6 +190,14 @@ SweepSpace default_space(const SpaceShape& shape) {
       if (shape.num_gpus % cp == 0) space.cp.push_back(cp);
     }
   }
+  if (shape.experts > 0) {
+    space.ep.clear();
+    for (std::int64_t ep = 1; ep <= 64; ep *= 2) {
+      if (shape.experts % ep == 0 && shape.num_gpus % ep == 0) space.ep.push_back(ep);
+    }
+    space.etp = space.tp;
+    space.dispatcher = {"alltoall", "allgather"};
+  }
   space.micro_batch = {1, 2, 4};
   space.recompute = {Recompute::none, Recompute::selective, Recompute::full};
   return space;
@@ -179,8 +207,8 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
   const auto equals = assignment.find('=');
   if (equals == std::string::npos || equals + 1 == assignment.size()) {
     reject(assignment,
-           "must be knob=v1,v2,... (knobs: tp, sp, cp, pp, vpp, mb, recompute, "
-           "dist_opt, overlap)");
+           "must be knob=v1,v2,... (knobs: tp, sp, cp, pp, vpp, ep, etp, dispatcher, mb, "
+           "recompute, dist_opt, overlap)");
   }
   const std::string knob = assignment.substr(0, equals);
   const auto values = split(assignment.substr(equals + 1), ',');
@@ -202,17 +230,24 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
     space.distributed_optimizer = parse_switches(assignment, values);
   else if (knob == "overlap")
     space.overlap = parse_switches(assignment, values);
-  else if (knob == "ep" || knob == "etp") {
-    reject(assignment, "expert parallelism needs a MoE model (not supported yet)");
-  } else {
-    reject(assignment,
-           "unknown knob \"" + knob +
-               "\"; valid knobs: tp, sp, cp, pp, vpp, mb, recompute, dist_opt, overlap");
+  else if (knob == "ep")
+    space.ep = parse_sizes(assignment, values);
+  else if (knob == "etp")
+    space.etp = parse_sizes(assignment, values);
+  else if (knob == "dispatcher")
+    space.dispatcher = parse_dispatchers(assignment, values);
+  else {
+    reject(assignment, "unknown knob \"" + knob +
+                           "\"; valid knobs: tp, sp, cp, pp, vpp, ep, etp, dispatcher, mb, "
+                           "recompute, dist_opt, overlap");
   }
   keep_unique(space.tp);
   keep_unique(space.cp);
   keep_unique(space.pp);
   keep_unique(space.vpp);
+  keep_unique(space.ep);
+  keep_unique(space.etp);
+  keep_unique(space.dispatcher);
   keep_unique(space.micro_batch);
   keep_unique(space.recompute);
   keep_unique(space.sequence_parallel);
@@ -221,15 +256,24 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
 }
 
 std::vector<std::pair<std::string, std::string>> describe_space(const SweepSpace& s) {
-  return {{"tp", join(s.tp)},
-          {"sp", join(s.sequence_parallel)},
-          {"cp", join(s.cp)},
-          {"pp", join(s.pp)},
-          {"vpp", join(s.vpp)},
-          {"mb", join(s.micro_batch)},
-          {"recompute", join(s.recompute)},
-          {"dist_opt", join(s.distributed_optimizer)},
-          {"overlap", join(s.overlap)}};
+  std::vector<std::pair<std::string, std::string>> knobs{{"tp", join(s.tp)},
+                                                         {"sp", join(s.sequence_parallel)},
+                                                         {"cp", join(s.cp)},
+                                                         {"pp", join(s.pp)},
+                                                         {"vpp", join(s.vpp)}};
+  const bool experts = s.ep != std::vector<std::int64_t>{1} ||
+                       s.etp != std::vector<std::int64_t>{1} ||
+                       s.dispatcher != std::vector<std::string>{"alltoall"};
+  if (experts) {
+    knobs.emplace_back("ep", join(s.ep));
+    knobs.emplace_back("etp", join(s.etp));
+    knobs.emplace_back("dispatcher", join(s.dispatcher));
+  }
+  knobs.emplace_back("mb", join(s.micro_batch));
+  knobs.emplace_back("recompute", join(s.recompute));
+  knobs.emplace_back("dist_opt", join(s.distributed_optimizer));
+  knobs.emplace_back("overlap", join(s.overlap));
+  return knobs;
 }
 
 }  // namespace wallsim::models

@@ -1,13 +1,16 @@
 // The space of a layout sweep: a list of values per knob, enumerated as their Cartesian product.
 //
 // A point is one value of every knob. Points are numbered 0 .. size()-1 in a fixed mixed-radix
-// order (tp varies slowest, then sp, cp, pp, vpp, micro_batch, recompute, distributed
-// optimizer, overlap), so an index names the same point on every machine and in every shard.
+// order (tp varies slowest, then sp, cp, pp, vpp, ep, etp, dispatcher, micro_batch, recompute,
+// distributed optimizer, overlap), so an index names the same point on every machine and in
+// every shard.
 // The default space (default_space) on a dense model: tp ∈ {1,2,4,8}
 // within a node, sequence parallelism on, cp = 1 (∈ {1,2,4,8} from 16K tokens), pp over the
 // divisors of the GPU count that fit the layers, vpp over the splits the layers allow, micro_batch
-// ∈ {1,2,4}, recompute ∈ {none, selective, full}, distributed optimizer and overlaps on. `--vary
-// k=v,...` replaces a knob's list (apply_vary).
+// ∈ {1,2,4}, recompute ∈ {none, selective, full}, distributed optimizer and overlaps on. On a
+// mixture-of-experts model also ep ∈ {1,2,4,…,64} (dividing the expert count), etp ∈ {1,2,4,8}
+// within a node and the dispatcher ∈ {alltoall, allgather}. `--vary k=v,...` replaces a knob's
+// list (apply_vary).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +27,9 @@ struct SweepPoint {
   std::int64_t cp = 1;
   std::int64_t pp = 1;
   std::int64_t vpp = 1;
+  std::int64_t ep = 1;
+  std::int64_t etp = 1;
+  std::string dispatcher = "alltoall";  // parallel.moe_dispatcher
   std::int64_t micro_batch = 1;
   Recompute recompute = Recompute::none;
   bool distributed_optimizer = true;
@@ -31,8 +37,9 @@ struct SweepPoint {
   bool operator==(const SweepPoint&) const = default;
 };
 
-// A stable, file-name-safe name of a point, e.g. "tp8-cp1-pp4-vpp5-mb1-none"; switches that are
-// off add "-nosp" (only when tp > 1), "-nodo", "-noov".
+// A stable, file-name-safe name of a point, e.g. "tp8-cp1-pp4-vpp5-mb1-none"; expert layouts
+// add "-ep8", "-etp2" (when > 1) and "-allgather"/"-flex" after vpp; switches that are off add
+// "-nosp" (only when tp > 1), "-nodo", "-noov".
 std::string point_id(const SweepPoint& point);
 
 struct SweepSpace {
@@ -41,6 +48,9 @@ struct SweepSpace {
   std::vector<std::int64_t> cp{1};
   std::vector<std::int64_t> pp{1};
   std::vector<std::int64_t> vpp{1};
+  std::vector<std::int64_t> ep{1};
+  std::vector<std::int64_t> etp{1};
+  std::vector<std::string> dispatcher{"alltoall"};
   std::vector<std::int64_t> micro_batch{1};
   std::vector<Recompute> recompute{Recompute::none};
   std::vector<bool> distributed_optimizer{true};
@@ -59,20 +69,25 @@ struct SpaceShape {
   std::int64_t num_gpus = 1;
   std::int64_t gpus_per_node = 8;
   std::int64_t seq_len = 0;
+  std::int64_t experts = 0;  // routed experts; 0 for a dense model
 };
 
 // The default space for a dense model of `layers` on `num_gpus` GPUs (see the header comment):
 // tp ∈ {1,2,4,8} ≤ gpus_per_node; pp: every divisor of num_gpus that is ≤ layers; vpp: 1 and
 // every v > 1 with layers % (pp·v) == 0 for some pp in the list; cp = 1, or from 16K tokens on
-// cp ∈ {1,2,4,8} (dividing num_gpus), where context parallelism starts to pay.
+// cp ∈ {1,2,4,8} (dividing num_gpus), where context parallelism starts to pay. With experts:
+// ep over the powers of two up to 64 that divide the experts and num_gpus, etp ∈ {1,2,4,8} ≤
+// gpus_per_node, dispatcher ∈ {alltoall, allgather}.
 SweepSpace default_space(const SpaceShape& shape);
 
 // Applies one "--vary" assignment "knob=v1,v2,..." (integers for sizes; none|selective|full for
-// recompute; on|off|true|false for sp, dist_opt, overlap). Throws InputError naming the knob
+// recompute; alltoall|allgather|flex for dispatcher; on|off|true|false for sp, dist_opt,
+// overlap). Throws InputError naming the knob
 // and what is allowed.
 void apply_vary(SweepSpace& space, const std::string& assignment);
 
-// Each knob's values as text, for output headers ({"tp": "1,2,4,8", ...}).
+// Each knob's values as text, for output headers ({"tp": "1,2,4,8", ...}); ep, etp and
+// dispatcher only when they differ from the dense default (1, 1, alltoall).
 std::vector<std::pair<std::string, std::string>> describe_space(const SweepSpace& space);
 
 }  // namespace wallsim::models

@@ -29,7 +29,8 @@ void write_csv_row(std::ostream& out, std::size_t rank, const SweepRow& r) {
   out << rank << "," << r.id << "," << p.tp << "," << on_off(p.sequence_parallel && p.tp > 1) << ","
       << p.cp << "," << p.pp << "," << p.vpp << "," << r.dp << "," << p.micro_batch << ","
       << r.num_microbatches << "," << to_string(p.recompute) << ","
-      << on_off(p.distributed_optimizer) << "," << on_off(p.overlap) << "," << number(r.step_time_s)
+      << on_off(p.distributed_optimizer) << "," << on_off(p.overlap) << "," << p.ep << ","
+      << p.etp << "," << p.dispatcher << "," << number(r.step_time_s)
       << "," << number(r.tokens_per_s_per_gpu) << "," << number(r.mfu) << ","
       << number(r.peak_bytes, "%.0f") << "," << number(r.hbm_bytes, "%.0f") << "," << on_off(r.fits)
       << "," << r.binding << "," << csv_field(r.error) << ",configs/" << r.id << ".json\n";
@@ -54,7 +55,8 @@ std::string format_gib(double bytes) {
 
 void write_sweep_csv(const SweepReport& report, std::ostream& out) {
   out << "rank,id,tp,sp,cp,pp,vpp,dp,micro_batch,num_microbatches,recompute,"
-         "distributed_optimizer,overlap,step_time_s,tokens_per_s_per_gpu,mfu,peak_bytes,"
+         "distributed_optimizer,overlap,ep,etp,dispatcher,step_time_s,tokens_per_s_per_gpu,mfu,"
+         "peak_bytes,"
          "hbm_bytes,fits_in_memory,binding,error,config\n";
   for (std::size_t i = 0; i < report.rows.size(); ++i) write_csv_row(out, i + 1, report.rows[i]);
 }

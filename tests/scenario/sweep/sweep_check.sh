@@ -41,8 +41,11 @@ jobs | jobs-flow)
 reproduce)
   sweep "$work/out" --jobs 2
   best=$(sed -n 2p "$work/out/sweep.csv")
-  step=$(echo "$best" | cut -d, -f14)
-  config=$(echo "$best" | cut -d, -f22)
+  column() {  # column NAME: its field number in sweep.csv's header
+    head -1 "$work/out/sweep.csv" | tr , '\n' | grep -nx "$1" | cut -d: -f1
+  }
+  step=$(echo "$best" | cut -d, -f"$(column step_time_s)")
+  config=$(echo "$best" | cut -d, -f"$(column config)")
   ran=$("$wallsim" run "$work/out/$config" --json | grep '"iteration_time_s"' | grep -o '[0-9.eE+-]*' | tail -1)
   awk -v a="$step" -v b="$ran" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-8 * a) }' ||
     { echo "sweep row $config: $step s, wallsim run: $ran s"; exit 1; }

@@ -1,4 +1,6 @@
 #include <set>
+#include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -23,7 +25,7 @@ TEST_CASE("the space's size is the product of its knobs' value counts, each poin
   // The last knob varies fastest: point 0 and 1 differ only in recompute (overlap has one value).
   CHECK(space.at(0).recompute == Recompute::none);
   CHECK(space.at(1).recompute == Recompute::full);
-  CHECK(space.at(23) == SweepPoint{4, true, 1, 2, 1, 2, Recompute::full, true, true});
+  CHECK(space.at(23) == SweepPoint{4, true, 1, 2, 1, 1, 1, "alltoall", 2, Recompute::full, true, true});
 }
 
 TEST_CASE("the default space of Llama 3 70B on 1,024 GPUs, counted by hand", "[sweep]") {
@@ -58,7 +60,9 @@ TEST_CASE("vary replaces a knob's values and rejects what it cannot sweep", "[sw
   CHECK(space.recompute == std::vector<Recompute>{Recompute::selective});
   CHECK(space.overlap == std::vector<bool>{true, false});
   CHECK(space.size() == 2 * 7 * 8 * 1 * 1 * 2);
-  CHECK_THROWS_WITH(apply_vary(space, "ep=2"), Catch::Contains("MoE"));
+  CHECK_THROWS_WITH(apply_vary(space, "dispatcher=alltogether"),
+                    Catch::Contains("alltoall, allgather, flex"));
+  CHECK_THROWS_WITH(apply_vary(space, "ep=0"), Catch::Contains("positive integer"));
   CHECK_THROWS_WITH(apply_vary(space, "tpp=2"), Catch::Contains("unknown knob"));
   CHECK_THROWS_WITH(apply_vary(space, "tp=0"), Catch::Contains("positive integer"));
   CHECK_THROWS_WITH(apply_vary(space, "recompute=some"), Catch::Contains("none, selective, full"));
@@ -66,7 +70,7 @@ TEST_CASE("vary replaces a knob's values and rejects what it cannot sweep", "[sw
 }
 
 TEST_CASE("point ids name every knob that distinguishes a point", "[sweep]") {
-  SweepPoint p{8, true, 1, 4, 5, 1, Recompute::none, true, true};
+  SweepPoint p{8, true, 1, 4, 5, 1, 1, "alltoall", 1, Recompute::none, true, true};
   CHECK(point_id(p) == "tp8-cp1-pp4-vpp5-mb1-none");
   p.sequence_parallel = false;
   p.distributed_optimizer = false;
@@ -74,4 +78,30 @@ TEST_CASE("point ids name every knob that distinguishes a point", "[sweep]") {
   CHECK(point_id(p) == "tp8-cp1-pp4-vpp5-mb1-none-nosp-nodo-noov");
   p.tp = 1;  // sequence parallelism means nothing without tp
   CHECK(point_id(p) == "tp1-cp1-pp4-vpp5-mb1-none-nodo-noov");
+  p.ep = 8;
+  p.etp = 2;
+  p.dispatcher = "allgather";
+  CHECK(point_id(p) == "tp1-cp1-pp4-vpp5-ep8-etp2-allgather-mb1-none-nodo-noov");
+}
+
+TEST_CASE("a mixture-of-experts model's default space sweeps ep, etp and the dispatcher",
+          "[sweep]") {
+  // Qwen3-235B-A22B's shape on 256 GPUs: 94 layers, 128 experts. ep: the powers of two up to
+  // 64 dividing 128 and 256 (1..64, seven values); etp as tp within a node {1,2,4,8}; two
+  // dispatchers. A dense model keeps the single default values.
+  const SweepSpace moe = default_space({94, 256, 8, 4096, 128});
+  CHECK(moe.ep == std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64});
+  CHECK(moe.etp == std::vector<std::int64_t>{1, 2, 4, 8});
+  CHECK(moe.dispatcher == std::vector<std::string>{"alltoall", "allgather"});
+  const SweepSpace dense = default_space({94, 256, 8, 4096, 0});
+  CHECK(dense.size() * 7 * 4 * 2 == moe.size());
+  // Mixtral's 8 experts on 64 GPUs: ep up to 8.
+  CHECK(default_space({32, 64, 8, 4096, 8}).ep == std::vector<std::int64_t>{1, 2, 4, 8});
+  // ep, etp and dispatcher sit between vpp and micro_batch in the enumeration.
+  SweepSpace space;
+  space.ep = {1, 8};
+  space.micro_batch = {1, 2};
+  CHECK(space.at(1).micro_batch == 2);
+  CHECK(space.at(1).ep == 1);
+  CHECK(space.at(2).ep == 8);
 }
