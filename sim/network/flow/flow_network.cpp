@@ -133,7 +133,13 @@ struct FlowNetwork::State {
   // Link signatures: (flow, crossings) pairs of each component link, and links by hash.
   std::vector<std::pair<std::uint32_t, double>> signature;
   std::vector<std::size_t> signature_begin;
-  std::unordered_multimap<std::uint64_t, std::uint32_t> link_by_hash;  // hash -> component link
+  struct TableSlot {
+    std::uint64_t hash = 0;
+    std::uint32_t index = 0;  // component link
+    std::uint64_t stamp = 0;  // the slot is in use when it equals table_stamp
+  };
+  std::vector<TableSlot> table;  // links by signature hash
+  std::uint64_t table_stamp = 0;
   std::vector<std::uint32_t> problem_link_stamp;
   // Merging costs a signature per link; where it found little to merge (random traffic), the
   // next settles skip it and try again later. It never changes a rate, only the solve's size.
@@ -385,29 +391,49 @@ void FlowNetwork::State::build_problem() {
 // link, so a collective's hundreds of symmetric links cost the solver a few. Not while a class
 // is solved member by member (its members' crossings are not in the link lists).
 void FlowNetwork::State::add_links(bool merge_equal) {
-  link_by_hash.clear();
+  const auto n = static_cast<std::uint32_t>(component_links.size());
+  if (!merge_equal) {
+    for (std::uint32_t link : component_links) {
+      links[link].local = problem.add_link(links[link].capacity_Bps);
+    }
+    problem_link_stamp.assign(problem.num_links(), 0);
+    return;
+  }
+  // Open addressing over (hash, component link), a power-of-two table at most half full,
+  // emptied by a new stamp instead of clearing; the first link of each signature (in BFS
+  // order) is its representative.
+  std::size_t size = 16;
+  while (size < 2 * std::size_t{n}) size *= 2;
+  if (table.size() < size) table.assign(size, TableSlot{});
+  const std::size_t mask = size - 1;
+  ++table_stamp;
   signature.clear();
   signature_begin.assign(1, 0);
-  for (std::uint32_t i = 0; i < component_links.size(); ++i) {
+  auto same = [&](std::uint32_t i, std::uint32_t j) {
+    const auto a = std::span(signature).subspan(signature_begin[i],
+                                                signature_begin[i + 1] - signature_begin[i]);
+    const auto b = std::span(signature).subspan(signature_begin[j],
+                                                signature_begin[j + 1] - signature_begin[j]);
+    return links[component_links[i]].capacity_Bps == links[component_links[j]].capacity_Bps &&
+           std::equal(a.begin(), a.end(), b.begin(), b.end());
+  };
+  for (std::uint32_t i = 0; i < n; ++i) {
     const std::uint32_t link = component_links[i];
-    std::optional<std::uint32_t> same;
-    if (merge_equal) {
-      const std::uint64_t hash = sign_link(link);
-      const auto mine = std::span(signature).subspan(signature_begin[i]);
-      for (auto [it, end] = link_by_hash.equal_range(hash); it != end && !same; ++it) {
-        const std::uint32_t j = it->second;
-        const auto theirs = std::span(signature).subspan(
-            signature_begin[j], signature_begin[j + 1] - signature_begin[j]);
-        if (links[component_links[j]].capacity_Bps == links[link].capacity_Bps &&
-            std::equal(mine.begin(), mine.end(), theirs.begin(), theirs.end())) {
-          same = links[component_links[j]].local;
-        }
+    const std::uint64_t hash = sign_link(link);
+    std::optional<std::uint32_t> found;
+    std::size_t at = hash & mask;
+    for (; table[at].stamp == table_stamp; at = (at + 1) & mask) {
+      if (table[at].hash == hash && same(i, table[at].index)) {
+        found = table[at].index;
+        break;
       }
-      if (!same) link_by_hash.emplace(hash, i);
-    } else {
-      signature_begin.push_back(signature.size());
     }
-    links[link].local = same ? *same : problem.add_link(links[link].capacity_Bps);
+    if (found) {
+      links[link].local = links[component_links[*found]].local;
+    } else {
+      table[at] = TableSlot{hash, i, table_stamp};
+      links[link].local = problem.add_link(links[link].capacity_Bps);
+    }
   }
   problem_link_stamp.assign(problem.num_links(), 0);
 }
