@@ -61,9 +61,9 @@ SweepSetup load_setup(const SweepOptions& options) {
       {},
       {}};
   const auto& parsed = setup.base.parsed;
-  setup.space = models::default_space(
-      {parsed.model.layers, setup.base.num_gpus, parsed.cluster.gpus_per_node,
-       parsed.training.seq_len, parsed.model.moe ? parsed.model.moe->experts : 0});
+  setup.space = models::default_space({parsed.model.layers, setup.base.num_gpus,
+                                       parsed.cluster.gpus_per_node, parsed.training.seq_len,
+                                       parsed.model.moe ? parsed.model.moe->experts : 0});
   for (const auto& assignment : options.vary) {
     models::apply_vary(setup.space, assignment);
     const auto& space = setup.space;
@@ -71,9 +71,9 @@ SweepSetup load_setup(const SweepOptions& options) {
                              space.etp != std::vector<std::int64_t>{1} ||
                              space.dispatcher != std::vector<std::string>{"alltoall"};
     if (expert_knob && !parsed.model.moe) {
-      throw InputError("command line", "--vary", assignment,
-                       "expert parallelism needs a MoE model; " + parsed.model.name +
-                           " has no experts");
+      throw InputError(
+          "command line", "--vary", assignment,
+          "expert parallelism needs a MoE model; " + parsed.model.name + " has no experts");
     }
   }
   setup.profile = run_profile(parsed);

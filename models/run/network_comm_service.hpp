@@ -48,8 +48,7 @@ class NetworkCommService final : public CommService {
   // Plans are the same every time a (group, payload) recurs: plan the replayed instance and
   // its copies once, and prepare them for the network model once.
   std::map<std::pair<GroupIndex, std::uint32_t>, NetworkModel::Prepared> collective_plans_;
-  std::map<std::tuple<RankIndex, RankIndex, std::uint32_t>, NetworkModel::Prepared>
-      transfer_plans_;
+  std::map<std::tuple<RankIndex, RankIndex, std::uint32_t>, NetworkModel::Prepared> transfer_plans_;
 };
 
 // Offsets from each replayed rank to the ranks of its class (see the header comment), 0 first,

@@ -63,7 +63,7 @@ std::vector<bool> parse_switches(const std::string& assignment,
 }
 
 std::vector<std::string> parse_dispatchers(const std::string& assignment,
-                                          const std::vector<std::string>& values) {
+                                           const std::vector<std::string>& values) {
   for (const auto& value : values) {
     if (value != "alltoall" && value != "allgather" && value != "flex") {
       reject(assignment, "\"" + value + "\" must be one of: alltoall, allgather, flex");
@@ -156,9 +156,9 @@ SweepPoint SweepSpace::at(std::int64_t index) const {
 }
 
 const std::vector<std::string>& sweep_knob_names() {
-  static const std::vector<std::string> kNames{
-      "tp", "sp", "cp", "pp", "vpp", "ep", "etp", "dispatcher", "mb", "recompute", "dist_opt",
-      "overlap"};
+  static const std::vector<std::string> kNames{"tp",  "sp",        "cp",       "pp",
+                                               "vpp", "ep",        "etp",      "dispatcher",
+                                               "mb",  "recompute", "dist_opt", "overlap"};
   return kNames;
 }
 

@@ -49,14 +49,15 @@ FlowNetwork::Shape FlowNetwork::State::make_shape(std::span<const std::uint32_t>
   if (member_begin.size() < 2 || member_begin.front() != 0 ||
       member_begin.back() != route_links.size() ||
       !std::is_sorted(member_begin.begin(), member_begin.end())) {
-    throw std::invalid_argument("FlowNetwork: member_begin must rise from 0 to the number of "
-                                "links, with at least one member");
+    throw std::invalid_argument(
+        "FlowNetwork: member_begin must rise from 0 to the number of "
+        "links, with at least one member");
   }
-  if (!route_links.empty() && *std::max_element(route_links.begin(), route_links.end()) >=
-                                  links.size()) {
-    throw std::out_of_range("FlowNetwork::start: no link " +
-                            std::to_string(*std::max_element(route_links.begin(),
-                                                             route_links.end())));
+  if (!route_links.empty() &&
+      *std::max_element(route_links.begin(), route_links.end()) >= links.size()) {
+    throw std::out_of_range(
+        "FlowNetwork::start: no link " +
+        std::to_string(*std::max_element(route_links.begin(), route_links.end())));
   }
   auto shape = std::make_shared<FlowShape>();
   shape->member_links.assign(route_links.begin(), route_links.end());
@@ -316,7 +317,8 @@ FlowId FlowNetwork::start_shape(const Shape& shape, double bytes, GroupDone done
         ++ended;
         continue;
       }
-      start(route, bytes, [done] { done(1); }, multiplicity, rate_cap_Bps);
+      start(
+          route, bytes, [done] { done(1); }, multiplicity, rate_cap_Bps);
       --s.started;
     }
     ++s.started;

@@ -61,15 +61,15 @@ struct FlowState {
   double multiplicity = 1;
   double cap_Bps = 0;
   Time updated_at;
-  std::optional<Time> due;        // when the last byte arrives at the current rate
-  std::uint64_t due_version = 0;  // which queue entry is this flow's current one
+  std::optional<Time> due;            // when the last byte arrives at the current rate
+  std::uint64_t due_version = 0;      // which queue entry is this flow's current one
   FlowNetwork::Done done;             // single flows started with start()
   FlowNetwork::GroupDone group_done;  // class flows and the single flows split from one
   std::uint64_t visit = 0;
   // Class flows: per member, the entry of its route that was its bottleneck at the last check
   // (tried first: the bottleneck of a member seldom moves).
   std::vector<std::uint32_t> witness;
-  bool expanded = false;  // solved member by member at this instant (its check failed)
+  bool expanded = false;    // solved member by member at this instant (its check failed)
   std::uint32_t local = 0;  // index among the component's flows at this instant
 
   std::span<const std::uint32_t> links() const { return shape->links; }

@@ -306,7 +306,8 @@ void FlowNetwork::State::resolve_expanded(std::uint32_t slot, std::uint32_t firs
     end = begin + 1;
     while (end < order.size() && rate_of(order[end]) == rate_of(order[begin])) ++end;
     const auto members = std::span(order).subspan(begin, end - begin);
-    const std::uint32_t part = new_flow(member_shape(*shape, members), remaining, multiplicity, cap);
+    const std::uint32_t part =
+        new_flow(member_shape(*shape, members), remaining, multiplicity, cap);
     flows[part].group_done = done;
     apply_rate(part, rate_of(members.front()));
   }

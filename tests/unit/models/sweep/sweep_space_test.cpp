@@ -25,7 +25,8 @@ TEST_CASE("the space's size is the product of its knobs' value counts, each poin
   // The last knob varies fastest: point 0 and 1 differ only in recompute (overlap has one value).
   CHECK(space.at(0).recompute == Recompute::none);
   CHECK(space.at(1).recompute == Recompute::full);
-  CHECK(space.at(23) == SweepPoint{4, true, 1, 2, 1, 1, 1, "alltoall", 2, Recompute::full, true, true});
+  CHECK(space.at(23) ==
+        SweepPoint{4, true, 1, 2, 1, 1, 1, "alltoall", 2, Recompute::full, true, true});
 }
 
 TEST_CASE("the default space of Llama 3 70B on 1,024 GPUs, counted by hand", "[sweep]") {

@@ -113,8 +113,7 @@ TEST_CASE("random problems get feasible rates where every flow has a bottleneck"
 // orders of magnitude, paths that may repeat a link, weights (multiplicities), and caps on a
 // third of the flows. The product solver gets each problem twice: as the reference does (a
 // repeated link listed again) and compressed (distinct links with crossing counts).
-TEST_CASE("the solver gives the reference solver's rates on 1,000 random problems",
-          "[max_min]") {
+TEST_CASE("the solver gives the reference solver's rates on 1,000 random problems", "[max_min]") {
   std::mt19937_64 random(20261201);
   auto uniform = [&](double lo, double hi) {
     return lo + (hi - lo) * double(random() >> 11) * 0x1.0p-53;
