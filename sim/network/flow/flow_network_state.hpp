@@ -169,6 +169,7 @@ struct FlowNetwork::State {
   void mark_dirty(std::uint32_t slot);
   void request_settle();
   void settle();
+  void settle_alone(std::uint32_t slot);
   void collect_component();
   void build_problem();
   void add_links(bool merge_equal);

@@ -43,11 +43,16 @@ void FlowNetwork::State::collect_component() {
 void FlowNetwork::State::build_problem() {
   problem.clear();
   bool any_expanded = false;
+  std::size_t entries = 0;
   for (std::uint32_t i = 0; i < component_flows.size(); ++i) {
     flows[component_flows[i]].local = i;
     any_expanded |= flows[component_flows[i]].expanded;
+    entries += flows[component_flows[i]].links().size();
   }
-  const bool try_merge = !any_expanded && merge_skipped >= merge_backoff;
+  // Below a few hundred crossings the solve costs less than signing every link.
+  constexpr std::size_t kMergeFromEntries = 128;
+  const bool try_merge =
+      !any_expanded && entries >= kMergeFromEntries && merge_skipped >= merge_backoff;
   add_links(try_merge);
   if (try_merge) {
     const bool paid_off = 8 * problem.num_links() < 7 * component_links.size();
@@ -195,6 +200,10 @@ void FlowNetwork::State::settle() {
   collect_component();
   dirty_links.clear();
   if (component_flows.empty()) return;
+  if (component_flows.size() == 1 && flows[component_flows.front()].members() == 1) {
+    settle_alone(component_flows.front());
+    return;
+  }
   do {
     build_problem();
     solver.solve(problem, rates_Bps);
@@ -211,6 +220,23 @@ void FlowNetwork::State::settle() {
     while (last < solved_flows && problem_slot[last] == problem_slot[first]) ++last;
     resolve_expanded(problem_slot[first], first, last);
   }
+  arm_wakeup();
+}
+
+// A flow alone in its component: progressive filling freezes it at its cap or at its tightest
+// link's level C / (weight · crossings), whichever comes first (the same quotients the solver
+// forms, so the same rate to the bit).
+void FlowNetwork::State::settle_alone(std::uint32_t slot) {
+  const FlowState& flow = flows[slot];
+  double rate = flow.cap_Bps;
+  const auto path = flow.links();
+  for (std::size_t k = 0; k < path.size(); ++k) {
+    const double unfrozen_weight = 0.0 + flow.multiplicity * flow.shape->crossings[k];
+    rate = std::min(rate, links[path[k]].capacity_Bps / unfrozen_weight);
+  }
+  ++solved;
+  ++recomputed;
+  apply_rate(slot, rate);
   arm_wakeup();
 }
 
