@@ -1,7 +1,7 @@
 // Activation bytes a transformer layer keeps for its backward pass, per micro-batch.
 //
 // Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
-// arXiv:2205.05198, §4 and Table 2; shared/reference/mechanics.md §1.2) count, per layer, with
+// arXiv:2205.05198, §4 and Table 2; docs/reference/mechanics.md §1.2) count, per layer, with
 // 2-byte activations and 1-byte dropout masks, s tokens, micro-batch b, hidden h, a heads:
 //
 //   attention  QKV input 2sbh, Q and K 4sbh, V 2sbh, softmax output 2as²b, softmax-dropout mask

@@ -1,7 +1,7 @@
 // FLOPs of one training iteration of a decoder (dense, MoE, MLA, MTP).
 //
 // Model FLOPs follow Megatron-LM's `num_floating_point_operations` (training.py;
-// shared/reference/megatron_formulas.md §4). Every weight GEMM costs 2 FLOPs per multiply-add
+// docs/reference/megatron_formulas.md §4). Every weight GEMM costs 2 FLOPs per multiply-add
 // and runs three times (forward, data-gradient, weight-gradient), so a weight of a×c costs
 // 6·a·c FLOPs per token. For T = B·s tokens (B sequences of s tokens), per layer:
 //

@@ -5,7 +5,7 @@
 // A model is given either in wallsim's own format (configs/models/*.json; keys in
 // models/README.md) or as a Hugging Face `config.json` (Llama, Mixtral, Qwen3-MoE and
 // DeepSeek-V3 keys). Both parse into the same immutable ModelSpec. Parameter counts follow
-// Megatron-LM's estimator (shared/reference/megatron_formulas.md §1): linear biases and learned
+// Megatron-LM's estimator (docs/reference/megatron_formulas.md §1): linear biases and learned
 // position embeddings are not counted.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Parameter counts of a decoder, as Megatron-LM's estimator counts them
-// (shared/reference/megatron_formulas.md §1; `compute_weight_and_optimizer_memory`).
+// (docs/reference/megatron_formulas.md §1; `compute_weight_and_optimizer_memory`).
 //
 //   attention  P_att  = 2·h·(n·d)·(1 + g/n)     Q, O: h·n·d each; K, V: h·g·d each
 //   MLA        Q: h·n·(d_qk + d_r), or with q-LoRA r_q·(h + n·(d_qk + d_r) + ν)

@@ -6,7 +6,7 @@
 // group over a set of axes (e.g. "dp-cp") holds the ranks that differ only along those axes;
 // groups are listed by increasing index of the remaining axes, members by increasing index of
 // the grouped axes (Megatron's `generate_masked_orthogonal_rank_groups`). Worked example:
-// shared/reference/mechanics.md §6.1. The dense grid has ep = 1.
+// docs/reference/mechanics.md §6.1. The dense grid has ep = 1.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The ops of Megatron's tensor-parallel linears with the TP collectives around them
-// (shared/reference/mechanics.md §1.1, §2).
+// (docs/reference/mechanics.md §1.1, §2).
 //
 // Column-parallel (QKV, FC1, output layer) and row-parallel (projection, FC2) linears; every
 // collective moves S = [s', b, h]·2 bytes over the TP group, on stream kTp, category kTp, and

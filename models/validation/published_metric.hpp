@@ -1,7 +1,7 @@
 // Published training measurements and wallsim's prediction of each, in the source's own
 // FLOP convention.
 //
-// configs/validation/published_runs.csv holds the rows of shared/reference/published.csv that
+// configs/validation/published_runs.csv holds the rows of docs/reference/published.csv that
 // wallsim can express (dense, cp = 1), each with its citation, the run config that reproduces
 // its layout (`config`), what wallsim value its metric compares with (`comparable`) and the
 // relative tolerance the validation test allows (`tolerance`). Every source counts FLOP/s its
