@@ -66,11 +66,7 @@ SweepSetup load_setup(const SweepOptions& options) {
                                        parsed.model.moe ? parsed.model.moe->experts : 0});
   for (const auto& assignment : options.vary) {
     models::apply_vary(setup.space, assignment);
-    const auto& space = setup.space;
-    const bool expert_knob = space.ep != std::vector<std::int64_t>{1} ||
-                             space.etp != std::vector<std::int64_t>{1} ||
-                             space.dispatcher != std::vector<std::string>{"alltoall"};
-    if (expert_knob && !parsed.model.moe) {
+    if (models::sweeps_experts(setup.space) && !parsed.model.moe) {
       throw InputError(
           "command line", "--vary", assignment,
           "expert parallelism needs a MoE model; " + parsed.model.name + " has no experts");

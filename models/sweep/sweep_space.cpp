@@ -155,6 +155,11 @@ SweepPoint SweepSpace::at(std::int64_t index) const {
   return p;
 }
 
+bool sweeps_experts(const SweepSpace& space) {
+  return space.ep != std::vector<std::int64_t>{1} || space.etp != std::vector<std::int64_t>{1} ||
+         space.dispatcher != std::vector<std::string>{"alltoall"};
+}
+
 const std::vector<std::string>& sweep_knob_names() {
   static const std::vector<std::string> kNames{"tp",  "sp",        "cp",       "pp",
                                                "vpp", "ep",        "etp",      "dispatcher",
@@ -203,12 +208,21 @@ SweepSpace default_space(const SpaceShape& shape) {
   return space;
 }
 
+namespace {
+
+// "tp, sp, cp, ..." for error messages.
+std::string knob_list() {
+  std::string text;
+  for (const auto& name : sweep_knob_names()) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+}  // namespace
+
 void apply_vary(SweepSpace& space, const std::string& assignment) {
   const auto equals = assignment.find('=');
   if (equals == std::string::npos || equals + 1 == assignment.size()) {
-    reject(assignment,
-           "must be knob=v1,v2,... (knobs: tp, sp, cp, pp, vpp, ep, etp, dispatcher, mb, "
-           "recompute, dist_opt, overlap)");
+    reject(assignment, "must be knob=v1,v2,... (knobs: " + knob_list() + ")");
   }
   const std::string knob = assignment.substr(0, equals);
   const auto values = split(assignment.substr(equals + 1), ',');
@@ -237,9 +251,7 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
   else if (knob == "dispatcher")
     space.dispatcher = parse_dispatchers(assignment, values);
   else {
-    reject(assignment, "unknown knob \"" + knob +
-                           "\"; valid knobs: tp, sp, cp, pp, vpp, ep, etp, dispatcher, mb, "
-                           "recompute, dist_opt, overlap");
+    reject(assignment, "unknown knob \"" + knob + "\"; valid knobs: " + knob_list());
   }
   keep_unique(space.tp);
   keep_unique(space.cp);
@@ -261,10 +273,7 @@ std::vector<std::pair<std::string, std::string>> describe_space(const SweepSpace
                                                          {"cp", join(s.cp)},
                                                          {"pp", join(s.pp)},
                                                          {"vpp", join(s.vpp)}};
-  const bool experts = s.ep != std::vector<std::int64_t>{1} ||
-                       s.etp != std::vector<std::int64_t>{1} ||
-                       s.dispatcher != std::vector<std::string>{"alltoall"};
-  if (experts) {
+  if (sweeps_experts(s)) {
     knobs.emplace_back("ep", join(s.ep));
     knobs.emplace_back("etp", join(s.etp));
     knobs.emplace_back("dispatcher", join(s.dispatcher));

@@ -64,6 +64,10 @@ struct SweepSpace {
 // The knob names --vary accepts, in enumeration order.
 const std::vector<std::string>& sweep_knob_names();
 
+// Whether the space varies ep, etp or the dispatcher away from the dense default (1, 1,
+// alltoall): only a mixture-of-experts model can be swept so.
+bool sweeps_experts(const SweepSpace& space);
+
 struct SpaceShape {
   std::int64_t layers = 1;
   std::int64_t num_gpus = 1;

@@ -334,10 +334,6 @@ FlowId FlowNetwork::start_shape(const Shape& shape, double bytes, GroupDone done
   return s.flows[slot].id;
 }
 
-double FlowNetwork::capacity_Bps(std::uint32_t link) const {
-  return state_->links.at(link).capacity_Bps;
-}
-
 // Queries settle what this instant changed so far; the settle event then finds nothing left.
 double FlowNetwork::rate(FlowId id) const {
   state_->settle();

@@ -102,8 +102,6 @@ class FlowNetwork {
   FlowId start_shape(const Shape& shape, double bytes, GroupDone done, double multiplicity = 1.0,
                      double rate_cap_Bps = std::numeric_limits<double>::infinity());
 
-  double capacity_Bps(std::uint32_t link) const;
-
   // Current rate of an active flow, bytes per second (per member when multiplicity > 1).
   double rate(FlowId id) const;
   bool active(FlowId id) const;
