@@ -30,6 +30,7 @@ std::uint32_t FlowNetwork::State::new_flow(Shape shape, double bytes, double mul
   flow.active = true;
   flow.shape = std::move(shape);
   flow.witness.clear();
+  flow.bottleneck_hop = kNoIndex;
   flow.remaining_bytes = bytes;
   flow.rate_Bps = 0;
   flow.multiplicity = multiplicity;
@@ -113,7 +114,36 @@ void FlowNetwork::State::detach(std::uint32_t slot) {
     crossings[pos] = moved;
     flows[moved.flow_slot].position[moved.hop] = pos;
     crossings.pop_back();
+    if (!loads.empty())
+      add_load(path[k], -flow.multiplicity * flow.shape->crossings[k] * flow.rate_Bps);
   }
+}
+
+void FlowNetwork::State::add_load(std::uint32_t link, double load_Bps) {
+  LinkLoad& load = loads[link];
+  if (++load.changes < kLoadResum) {
+    load.load_Bps += load_Bps;
+    return;
+  }
+  sum_load(link);
+}
+
+void FlowNetwork::State::sum_load(std::uint32_t link) {
+  LinkLoad& load = loads[link];
+  load.changes = 0;
+  load.load_Bps = 0;
+  for (const Crossing& crossing : links[link].crossings) {
+    const FlowState& flow = flows[crossing.flow_slot];
+    load.load_Bps += flow.multiplicity * flow.shape->crossings[crossing.hop] * flow.rate_Bps;
+  }
+}
+
+// Running loads cost every rate change a pass over the flow's links; they are kept from the
+// first local settle on, for the networks that have them.
+void FlowNetwork::State::keep_loads() {
+  if (!loads.empty()) return;
+  loads.resize(links.size());
+  for (std::uint32_t link = 0; link < links.size(); ++link) sum_load(link);
 }
 
 void FlowNetwork::State::mark_dirty(std::uint32_t slot) {
@@ -161,7 +191,12 @@ void FlowNetwork::State::apply_rate(std::uint32_t slot, double rate_Bps) {
   const double sent = flow.rate_Bps * (now - flow.updated_at).seconds();
   flow.remaining_bytes = std::max(0.0, flow.remaining_bytes - sent);
   flow.updated_at = now;
+  const double change_Bps = rate_Bps - flow.rate_Bps;
   flow.rate_Bps = rate_Bps;
+  const auto path = flow.links();
+  for (std::size_t k = 0; !loads.empty() && k < path.size(); ++k) {
+    add_load(path[k], flow.multiplicity * flow.shape->crossings[k] * change_Bps);
+  }
   if (flow.due) --live_dues;
   flow.due.reset();
   // A zero rate (only possible through rounding on a saturated link) leaves the flow waiting

@@ -26,11 +26,31 @@ struct Crossing {
   std::uint32_t hop;
 };
 
+// A link's running load is summed afresh from its crossings after this many changes: the
+// rounding of the running sum stays within a few hundred ulps of the load.
+constexpr std::uint32_t kLoadResum = 256;
+
 struct LinkState {
   double capacity_Bps = 0;
   std::vector<Crossing> crossings;  // unordered; removal swaps with the last entry
   std::uint64_t visit = 0;          // BFS stamp
   std::uint32_t local = 0;          // index in the current MaxMinProblem
+};
+
+// What local settles need of a link (flow_local_settle.cpp), kept apart from LinkState so
+// networks without them do not carry it through the cache.
+struct LinkLoad {
+  // The load of the flows crossing the link at their current rates, kept as rates change (and
+  // summed afresh every kLoadResum changes, so rounding cannot drift).
+  double load_Bps = 0;
+  std::uint32_t changes = 0;
+  // A local settle's view: the load of the flows it holds at their rates, the load under its
+  // tentative rates (valid while `stats` equals its stamp) and the fastest flow (`max_stats`).
+  double held_Bps = 0;
+  double new_Bps = 0;
+  double max_rate_Bps = 0;
+  std::uint64_t stats = 0;
+  std::uint64_t max_stats = 0;
 };
 
 }  // namespace flow_internal
@@ -69,8 +89,13 @@ struct FlowState {
   // Class flows: per member, the entry of its route that was its bottleneck at the last check
   // (tried first: the bottleneck of a member seldom moves).
   std::vector<std::uint32_t> witness;
-  bool expanded = false;    // solved member by member at this instant (its check failed)
-  std::uint32_t local = 0;  // index among the component's flows at this instant
+  bool expanded = false;      // solved member by member at this instant (its check failed)
+  std::uint32_t local = 0;    // index among the component's (or the region's) flows
+  std::uint64_t region = 0;   // in the local settle's region while it equals region_stamp
+  std::uint64_t checked = 0;  // checked by the local settle while it equals check_stamp
+  // Single flows: the hop of links() that was the flow's bottleneck at the last local check;
+  // kNoIndex when unknown (new, or re-solved whole since).
+  std::uint32_t bottleneck_hop = std::numeric_limits<std::uint32_t>::max();
 
   std::span<const std::uint32_t> links() const { return shape->links; }
   std::size_t members() const { return shape->members(); }
@@ -80,6 +105,10 @@ struct FlowState {
 // within it of another is not faster. Far above the solver's rounding (a few ulps per flow on
 // a link), far below any difference the simulation could show.
 constexpr double kCheckTolerance = 1e-9;
+
+// Components with more flows than this are first settled locally (flow_local_settle.cpp);
+// smaller ones cost less to solve whole than to look for their size and grow a region in.
+constexpr std::size_t kLocalSettleFrom = 64;
 
 constexpr auto kNoIndex = std::numeric_limits<std::uint32_t>::max();
 constexpr auto kWholeFlow = kNoIndex;  // a problem flow that is a whole flow, not one member
@@ -154,6 +183,12 @@ struct FlowNetwork::State {
   MaxMinProblem problem;
   MaxMinSolver solver;
   std::vector<double> rates_Bps;
+  // Local settles (flow_local_settle.cpp): the region re-solved, its links, the flows that
+  // failed the check in the last round.
+  std::vector<std::uint32_t> region, region_links, failing;
+  std::uint64_t region_stamp = 0, check_stamp = 0, stats_stamp = 0;
+  std::uint32_t local_backoff = 0, local_skipped = 0;
+  std::vector<flow_internal::LinkLoad> loads;  // per link, from the first local settle on
 
   const FlowState* find(FlowId id) const {
     const auto it = slot_of.find(id);
@@ -170,12 +205,23 @@ struct FlowNetwork::State {
   void request_settle();
   void settle();
   void settle_alone(std::uint32_t slot);
-  void collect_component();
+  bool collect_component(std::size_t max_flows);
+  bool settle_local();
+  void add_to_region(std::uint32_t slot);
+  void build_local_problem();
+  bool check_region();
+  bool has_bottleneck(std::uint32_t slot);
+  double tentative_rate(const FlowState& flow) const;
+  bool is_bottleneck(std::uint32_t link, double rate_Bps);
+  void add_load(std::uint32_t link, double load_Bps);
+  void sum_load(std::uint32_t link);
+  void keep_loads();
   void build_problem();
   void add_links(bool merge_equal);
   std::uint64_t sign_link(std::uint32_t link);
   bool classes_hold();
   bool members_have_bottlenecks(std::uint32_t problem_flow);
+  bool every_member_has_bottleneck(FlowState& flow);
   void add_member(const FlowState& flow, std::uint32_t member);
   void resolve_expanded(std::uint32_t slot, std::uint32_t first, std::uint32_t last);
   void retire(std::uint32_t slot);

@@ -2,6 +2,7 @@
 // links merged, classes whole or member by member), the solve and the class check.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "sim/network/flow/flow_network_state.hpp"
@@ -13,8 +14,9 @@ using namespace flow_internal;  // this file implements what flow_network_state.
 // Breadth-first search over link -> flows -> links from the dirty links: the flows whose rates
 // can depend on what changed. Flows are sorted by id so the solver sees them in an order that
 // does not depend on how crossings were added and removed; links stay in BFS order, which
-// follows from the flow order and the seeds.
-void FlowNetwork::State::collect_component() {
+// follows from the flow order and the seeds. Returns false, unsorted, as soon as the component
+// has more than `max_flows` flows.
+bool FlowNetwork::State::collect_component(std::size_t max_flows) {
   ++visit_stamp;
   component_links.clear();
   component_flows.clear();
@@ -29,6 +31,7 @@ void FlowNetwork::State::collect_component() {
       if (flow.visit == visit_stamp) continue;
       flow.visit = visit_stamp;
       component_flows.push_back(crossing.flow_slot);
+      if (component_flows.size() > max_flows) return false;
       for (std::uint32_t link : flow.links()) {
         if (links[link].visit == visit_stamp) continue;
         links[link].visit = visit_stamp;
@@ -38,6 +41,7 @@ void FlowNetwork::State::collect_component() {
   }
   std::sort(component_flows.begin(), component_flows.end(),
             [this](std::uint32_t a, std::uint32_t b) { return flows[a].id < flows[b].id; });
+  return true;
 }
 
 void FlowNetwork::State::build_problem() {
@@ -194,10 +198,30 @@ void FlowNetwork::State::add_member(const FlowState& flow, std::uint32_t member)
 }
 
 // The one solve of this instant, over every component that a start or an end touched; again,
-// member by member, for any class whose members the solution does not serve alike.
+// member by member, for any class whose members the solution does not serve alike. A large
+// component is first settled locally (flow_local_settle.cpp), and whole only when that fails.
 void FlowNetwork::State::settle() {
   if (dirty_links.empty()) return;
-  collect_component();
+  if (!collect_component(kLocalSettleFrom)) {
+    // Where changes spread through most of the component (dense random traffic), local
+    // settles fail and only add their rounds to the whole solve: after a failure the next
+    // settles go straight to it, for twice as many each time, up to 64.
+    const bool try_local = local_skipped >= local_backoff;
+    if (try_local && settle_local()) {
+      local_backoff = 0;
+      local_skipped = 0;
+      dirty_links.clear();
+      arm_wakeup();
+      return;
+    }
+    if (try_local) {
+      local_backoff = std::min<std::uint32_t>(2 * local_backoff + 1, 64);
+      local_skipped = 0;
+    } else {
+      ++local_skipped;
+    }
+    collect_component(std::numeric_limits<std::size_t>::max());
+  }
   dirty_links.clear();
   if (component_flows.empty()) return;
   if (component_flows.size() == 1 && flows[component_flows.front()].members() == 1) {
@@ -210,6 +234,7 @@ void FlowNetwork::State::settle() {
     ++solved;
     recomputed += component_flows.size();
   } while (!classes_hold());
+  for (std::uint32_t slot : component_flows) flows[slot].bottleneck_hop = kNoIndex;
   const auto solved_flows = static_cast<std::uint32_t>(problem.num_flows());
   for (std::uint32_t p = 0; p < solved_flows; ++p) {
     if (problem_member[p] == kWholeFlow) apply_rate(problem_slot[p], rates_Bps[p]);
@@ -227,7 +252,8 @@ void FlowNetwork::State::settle() {
 // link's level C / (weight · crossings), whichever comes first (the same quotients the solver
 // forms, so the same rate to the bit).
 void FlowNetwork::State::settle_alone(std::uint32_t slot) {
-  const FlowState& flow = flows[slot];
+  FlowState& flow = flows[slot];
+  flow.bottleneck_hop = kNoIndex;
   double rate = flow.cap_Bps;
   const auto path = flow.links();
   for (std::size_t k = 0; k < path.size(); ++k) {
@@ -285,7 +311,14 @@ bool FlowNetwork::State::members_have_bottlenecks(std::uint32_t problem_flow) {
     bottleneck_for[k] = saturated && link_max_rate_Bps[local] <= rate * (1 + kCheckTolerance);
     any |= bottleneck_for[k];
   }
-  if (!any) return false;
+  return any && every_member_has_bottleneck(flow);
+}
+
+// Whether each member of the flow crosses a link marked in bottleneck_for (indexed like the
+// shape's distinct links); a single flow is its one member.
+bool FlowNetwork::State::every_member_has_bottleneck(FlowState& flow) {
+  const FlowShape& shape = *flow.shape;
+  if (shape.members() == 1) return true;
   if (flow.witness.size() != shape.members()) flow.witness.assign(shape.members(), 0);
   for (std::size_t m = 0; m < shape.members(); ++m) {
     std::uint32_t& witness = flow.witness[m];
