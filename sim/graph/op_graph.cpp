@@ -34,6 +34,8 @@ struct OpGraph::Body {
     std::vector<std::uint32_t> dependency_begin, dependent_begin;
     std::vector<OpIndex> dependencies, dependents;
     std::vector<std::vector<OpIndex>> stream_ops;
+    std::vector<std::uint32_t> comm_position;  // per op; 0 for compute ops
+    std::uint32_t comm_count = 0;
   };
   mutable std::unique_ptr<Index> cached;
 
@@ -49,6 +51,10 @@ struct OpGraph::Body {
           built->dependent_begin, built->dependents);
       built->stream_ops.resize(static_cast<std::size_t>(stream_count));
       for (OpIndex i = 0; i < n; ++i) built->stream_ops[ops[i].stream].push_back(i);
+      built->comm_position.resize(n);
+      for (OpIndex i = 0; i < n; ++i) {
+        if (ops[i].kind != OpKind::kCompute) built->comm_position[i] = built->comm_count++;
+      }
       cached = std::move(built);
     }
     return *cached;
@@ -150,6 +156,18 @@ Op OpGraph::op(OpIndex index) const {
     }
   }
   return op;
+}
+
+const Op& OpGraph::shared_op(OpIndex index) const {
+  return body_->ops[index];
+}
+
+std::uint32_t OpGraph::comm_position(OpIndex index) const {
+  return body_->index().comm_position[index];
+}
+
+std::size_t OpGraph::comm_count() const {
+  return body_->index().comm_count;
 }
 
 std::span<const OpIndex> OpGraph::dependency_span(OpIndex index) const {

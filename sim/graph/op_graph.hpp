@@ -62,6 +62,13 @@ class OpGraph {
   // The op as this graph runs it: the body's op with group or peer renamed by the binding.
   // Returned by value (bind it as `const Op&`; the temporary lives as long as the reference).
   Op op(OpIndex index) const;
+  // The op as the shared body holds it, group and peer not renamed: for the fields no binding
+  // changes (kind, stream, durations, payload, memory), without a copy.
+  const Op& shared_op(OpIndex index) const;
+  // A communication op's position among the graph's communication ops (0, 1, ...), and their
+  // number: per-op tables that only communication ops need are indexed by it.
+  std::uint32_t comm_position(OpIndex index) const;
+  std::size_t comm_count() const;
   std::vector<OpIndex> dependencies(OpIndex index) const;
   std::vector<OpIndex> dependents(OpIndex index) const;
   // Number of ops `index` depends on (its in-degree), without building the list.

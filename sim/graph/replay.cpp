@@ -104,14 +104,19 @@ void Replay::State::build_rank(RankIndex rank, const OpGraph& graph) {
     rs.stream_ops.push_back(graph.stream_ops(static_cast<StreamIndex>(s)));
   }
   rs.cursor.assign(rs.stream_ops.size(), 0);
-  rs.remaining_deps.resize(n);
-  rs.phase.assign(n, Phase::kWaiting);
-  rs.link.resize(n);
-  rs.ordinal.assign(n, 0);
+  rs.op_state.resize(n);
+  rs.comm_link.resize(graph.comm_count());
+  rs.comm_ordinal.assign(graph.comm_count(), 0);
   std::map<GroupIndex, std::uint32_t> slots;
   for (OpIndex i = 0; i < n; ++i) {
-    rs.remaining_deps[i] = static_cast<std::uint32_t>(graph.dependency_count(i));
-    rs.link[i] = link_of(rank, graph, i, slots);
+    const std::size_t dependencies = graph.dependency_count(i);
+    if (dependencies > RankState::kDepsMask) {
+      throw std::invalid_argument(where(rank, graph, i) + " has " + std::to_string(dependencies) +
+                                  " dependencies (at most " + std::to_string(RankState::kDepsMask) +
+                                  ")");
+    }
+    rs.op_state[i] = static_cast<std::uint32_t>(dependencies);  // Phase::kWaiting is 0
+    if (graph.shared_op(i).kind != OpKind::kCompute) rs.link(i) = link_of(rank, graph, i, slots);
   }
   rs.collectives_issued.assign(slots.size(), 0);
   rs.collectives_ended.assign(slots.size(), 0);
@@ -179,12 +184,12 @@ void Replay::State::issue_all_heads() {
 
 void Replay::State::issue_if_ready(RankIndex rank, OpIndex index) {
   RankState& rs = ranks[rank];
-  if (rs.phase[index] != Phase::kWaiting || rs.remaining_deps[index] != 0) return;
-  const Op& op = rs.graph->op(index);
+  if (rs.op_state[index] != 0) return;  // not kWaiting, or dependencies left
+  const Op& op = rs.graph->shared_op(index);
   const auto& stream = rs.stream_ops[op.stream];
   const std::uint32_t head = rs.cursor[op.stream];
   if (head >= stream.size() || stream[head] != index) return;
-  rs.phase[index] = Phase::kIssued;
+  rs.set_phase(index, Phase::kIssued);
   rs.trace.ops[index].ready = engine.now();
   arrive(rank, index, op);
 }
@@ -217,23 +222,26 @@ void Replay::State::start_compute(RankIndex rank, OpIndex index, const Op& op) {
 
 // ---- communication: arrivals meet by ordinal, then the CommService times them --------------
 
+// `op` is the shared body's: its group is the rank's through the slot table.
 void Replay::State::arrive_collective(RankIndex rank, OpIndex index, const Op& op) {
   RankState& rs = ranks[rank];
-  const std::uint32_t ordinal = rs.collectives_issued[rs.link[index]]++;
-  rs.ordinal[index] = ordinal;
-  GroupState& gs = groups[op.group];
+  const std::uint32_t slot = rs.link(index);
+  const std::uint32_t ordinal = rs.collectives_issued[slot]++;
+  rs.ordinal(index) = ordinal;
+  const GroupIndex group = rs.slot_group[slot];
+  GroupState& gs = groups[group];
   PendingCollective& pending = pending_at(gs.pending, gs.first_ordinal, ordinal);
   if (pending.arrived.empty()) {
     pending.payload = op.payload;
   } else if (pending.payload != op.payload) {
     const Member first = pending.arrived.front();
     throw std::logic_error(where(rank, *rs.graph, index) + " (collective on group " +
-                           std::to_string(op.group) + " #" + std::to_string(ordinal) +
+                           std::to_string(group) + " #" + std::to_string(ordinal) +
                            ") has payload " + std::to_string(op.payload) + " but rank " +
                            std::to_string(first.rank) + " has " + std::to_string(pending.payload));
   }
   pending.arrived.push_back({rank, index});
-  if (pending.arrived.size() == gs.members.size()) start_collective(op.group);
+  if (pending.arrived.size() == gs.members.size()) start_collective(group);
 }
 
 void Replay::State::start_collective(GroupIndex group) {
@@ -259,20 +267,22 @@ void Replay::State::start_collective(GroupIndex group) {
 
 void Replay::State::arrive_send(RankIndex rank, OpIndex index) {
   RankState& rs = ranks[rank];
-  Channel& channel = channels[rs.link[index]];
-  rs.ordinal[index] = channel.sends_issued++;
-  PendingTransfer& pending = pending_at(channel.pending, channel.first_ordinal, rs.ordinal[index]);
+  const std::uint32_t link = rs.link(index);
+  Channel& channel = channels[link];
+  const std::uint32_t ordinal = rs.ordinal(index) = channel.sends_issued++;
+  PendingTransfer& pending = pending_at(channel.pending, channel.first_ordinal, ordinal);
   pending.send = index;
-  if (pending.recv) start_transfer(rs.link[index]);
+  if (pending.recv) start_transfer(link);
 }
 
 void Replay::State::arrive_recv(RankIndex rank, OpIndex index) {
   RankState& rs = ranks[rank];
-  Channel& channel = channels[rs.link[index]];
-  rs.ordinal[index] = channel.recvs_issued++;
-  PendingTransfer& pending = pending_at(channel.pending, channel.first_ordinal, rs.ordinal[index]);
+  const std::uint32_t link = rs.link(index);
+  Channel& channel = channels[link];
+  const std::uint32_t ordinal = rs.ordinal(index) = channel.recvs_issued++;
+  PendingTransfer& pending = pending_at(channel.pending, channel.first_ordinal, ordinal);
   pending.recv = index;
-  if (pending.send) start_transfer(rs.link[index]);
+  if (pending.send) start_transfer(link);
 }
 
 // Both sides must name the same payload (an invariant); the transfer moves the sender's.
@@ -285,8 +295,8 @@ void Replay::State::start_transfer(std::uint32_t channel_id) {
   const RankIndex dst = channel.dst;
   const OpIndex send = *transfer.send;
   const OpIndex recv = *transfer.recv;
-  const std::uint32_t payload = ranks[src].graph->op(send).payload;
-  const std::uint32_t received = ranks[dst].graph->op(recv).payload;
+  const std::uint32_t payload = ranks[src].graph->shared_op(send).payload;
+  const std::uint32_t received = ranks[dst].graph->shared_op(recv).payload;
   if (payload != received) {
     note_violation(invariants, invariants.transfer_payload_mismatches,
                    where(src, *ranks[src].graph, send) + " sends payload " +
@@ -309,32 +319,32 @@ void Replay::State::start_transfer(std::uint32_t channel_id) {
 void Replay::State::start_op(RankIndex rank, OpIndex index) {
   RankState& rs = ranks[rank];
   check_time(*this);
-  if (rs.phase[index] != Phase::kIssued) {
+  if (rs.phase(index) != Phase::kIssued) {
     note_violation(invariants, invariants.ops_run_twice,
                    where(rank, *rs.graph, index) + " started twice");
     return;
   }
   ++invariants.ops_started;
-  rs.phase[index] = Phase::kStarted;
+  rs.set_phase(index, Phase::kStarted);
   rs.trace.ops[index].start = engine.now();
-  change_memory(rank, rs.graph->op(index).alloc_bytes);
+  change_memory(rank, rs.graph->shared_op(index).alloc_bytes);
 }
 
 void Replay::State::finish_op(RankIndex rank, OpIndex index) {
   RankState& rs = ranks[rank];
   check_time(*this);
-  if (rs.phase[index] != Phase::kStarted) {
+  if (rs.phase(index) != Phase::kStarted) {
     note_violation(invariants, invariants.ops_run_twice,
                    where(rank, *rs.graph, index) +
                        " ended while not running (CommService called done twice?)");
     return;
   }
-  const Op& op = rs.graph->op(index);
-  rs.phase[index] = Phase::kEnded;
+  const Op& op = rs.graph->shared_op(index);
+  rs.set_phase(index, Phase::kEnded);
   rs.trace.ops[index].end = engine.now();
   replay_detail::check_op_times(*this, rank, index);
   ++invariants.ops_ended;
-  if (op.kind == OpKind::kCollective) ++rs.collectives_ended[rs.link[index]];
+  if (op.kind == OpKind::kCollective) ++rs.collectives_ended[rs.link(index)];
   change_memory(rank, -op.free_bytes);
   if (op.kind != OpKind::kCompute && op.occupies_sms) --rs.sm_comm_running;
   ++rs.ops_ended;
@@ -344,7 +354,7 @@ void Replay::State::finish_op(RankIndex rank, OpIndex index) {
   const std::uint32_t next = ++rs.cursor[op.stream];
   if (next < stream.size()) issue_if_ready(rank, stream[next]);
   for (const OpIndex after : rs.graph->dependent_span(index)) {
-    if (--rs.remaining_deps[after] == 0) issue_if_ready(rank, after);
+    if (rs.dependency_ended(after) == 0) issue_if_ready(rank, after);
   }
 }
 

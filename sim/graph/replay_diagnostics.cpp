@@ -26,7 +26,7 @@ void write_list(std::ostream& out, const std::vector<Item>& items, Write write) 
 // compute ops.
 std::string comm_tag(const RankState& rs, OpIndex index) {
   const Op& op = rs.graph->op(index);
-  const std::string ordinal = " #" + std::to_string(rs.ordinal[index]) + ")";
+  const std::string ordinal = " #" + std::to_string(rs.ordinal(index)) + ")";
   switch (op.kind) {
     case OpKind::kCollective:
       return " (collective on group " + std::to_string(op.group) + ordinal;
@@ -43,7 +43,7 @@ std::string comm_tag(const RankState& rs, OpIndex index) {
 void write_unmet_dependencies(std::ostream& out, const RankState& rs, OpIndex index) {
   std::vector<OpIndex> unmet;
   for (const OpIndex before : rs.graph->dependencies(index)) {
-    if (rs.phase[before] != Phase::kEnded) unmet.push_back(before);
+    if (rs.phase(before) != Phase::kEnded) unmet.push_back(before);
   }
   out << " waits for ";
   write_list(out, unmet, [&](OpIndex before) {
@@ -55,7 +55,7 @@ void write_unmet_dependencies(std::ostream& out, const RankState& rs, OpIndex in
 void write_missing_members(std::ostream& out, const State& state, const RankState& rs,
                            OpIndex index) {
   const GroupState& gs = state.groups[rs.graph->op(index).group];
-  const PendingCollective& pending = gs.pending[rs.ordinal[index] - gs.first_ordinal];
+  const PendingCollective& pending = gs.pending[rs.ordinal(index) - gs.first_ordinal];
   std::vector<RankIndex> arrived;
   for (const Member& m : pending.arrived) arrived.push_back(m.rank);
   std::sort(arrived.begin(), arrived.end());
@@ -86,9 +86,9 @@ void write_head(std::ostream& out, const State& state, RankIndex rank, std::size
   const OpIndex index = rs.stream_ops[stream][rs.cursor[stream]];
   out << "\n  rank " << rank << " stream " << stream << " op " << op_name(*rs.graph, index)
       << comm_tag(rs, index);
-  switch (rs.phase[index]) {
+  switch (rs.phase(index)) {
     case Phase::kWaiting:
-      if (rs.remaining_deps[index] > 0) return write_unmet_dependencies(out, rs, index);
+      if (rs.remaining_deps(index) > 0) return write_unmet_dependencies(out, rs, index);
       out << " was never issued";  // cannot happen: a head with no pending dependency issues
       return;
     case Phase::kIssued:

@@ -60,14 +60,17 @@ struct Channel {
   std::deque<PendingTransfer> pending;
 };
 
+// Per-rank state is what a 1,024-rank full-fidelity step holds 32 M of, so per op it is one
+// 32-bit word (dependencies left and phase) next to the op's record; what only communication
+// ops need is indexed by OpGraph::comm_position.
 struct RankState {
   const OpGraph* graph = nullptr;
   std::vector<std::span<const OpIndex>> stream_ops;  // program order per stream (the graph's)
-  std::vector<std::uint32_t> cursor;          // per stream: position of its first unfinished op
-  std::vector<std::uint32_t> remaining_deps;  // per op: dependencies not yet ended
-  std::vector<Phase> phase;
-  std::vector<std::uint32_t> link;     // communication op: collective slot or channel index
-  std::vector<std::uint32_t> ordinal;  // communication op: its k on the group or channel
+  std::vector<std::uint32_t> cursor;  // per stream: position of its first unfinished op
+  // Per op: dependencies not yet ended (low kPhaseShift bits) and the Phase (the bits above).
+  std::vector<std::uint32_t> op_state;
+  std::vector<std::uint32_t> comm_link;           // collective slot or channel index
+  std::vector<std::uint32_t> comm_ordinal;        // its k on the group or channel
   std::vector<std::uint32_t> collectives_issued;  // per collective slot (one per group used)
   std::vector<std::uint32_t> collectives_ended;   // per collective slot
   std::vector<GroupIndex> slot_group;             // collective slot -> its group
@@ -75,6 +78,20 @@ struct RankState {
   double memory_in_use = 0;
   std::size_t ops_ended = 0;
   RankTrace trace;
+
+  static constexpr std::uint32_t kPhaseShift = 30;
+  static constexpr std::uint32_t kDepsMask = (1u << kPhaseShift) - 1;
+  Phase phase(OpIndex op) const { return static_cast<Phase>(op_state[op] >> kPhaseShift); }
+  void set_phase(OpIndex op, Phase phase) {
+    op_state[op] = (op_state[op] & kDepsMask) | (std::uint32_t(phase) << kPhaseShift);
+  }
+  std::uint32_t remaining_deps(OpIndex op) const { return op_state[op] & kDepsMask; }
+  // One dependency of `op` ended; returns how many are left.
+  std::uint32_t dependency_ended(OpIndex op) { return --op_state[op] & kDepsMask; }
+  std::uint32_t& link(OpIndex op) { return comm_link[graph->comm_position(op)]; }
+  std::uint32_t link(OpIndex op) const { return comm_link[graph->comm_position(op)]; }
+  std::uint32_t& ordinal(OpIndex op) { return comm_ordinal[graph->comm_position(op)]; }
+  std::uint32_t ordinal(OpIndex op) const { return comm_ordinal[graph->comm_position(op)]; }
 };
 
 struct State {
