@@ -1,5 +1,6 @@
 #include "sim/core/engine.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -33,9 +34,13 @@ EventId Engine::schedule_late(Time at, Callback callback) {
 
 EventId Engine::push(Time at, bool late, Callback callback) {
   if (at < now_) throw std::logic_error("Engine: event scheduled in the past");
+  if (next_seq_ > kMaxSeq) throw std::length_error("Engine: more than 2^39 events scheduled");
   const EventId id = next_seq_++;
   std::uint32_t slot;
   if (free_slots_.empty()) {
+    if (callbacks_.size() > kMaxSlot) {
+      throw std::length_error("Engine: more than 2^24 events waiting at once");
+    }
     slot = static_cast<std::uint32_t>(callbacks_.size());
     callbacks_.push_back(std::move(callback));
   } else {
@@ -46,11 +51,11 @@ EventId Engine::push(Time at, bool late, Callback callback) {
   finished_.push_back(false);
   cancelled_.push_back(false);
   // Sift up.
-  const Key key{at, id, slot, late};
+  const Key key{at, (std::uint64_t{late} << 63) | (id << kSlotBits) | slot};
   std::size_t hole = heap_.size();
   heap_.push_back(key);
   while (hole > 0) {
-    const std::size_t parent = (hole - 1) / 2;
+    const std::size_t parent = (hole - 1) / 4;
     if (!earlier(key, heap_[parent])) break;
     heap_[hole] = heap_[parent];
     hole = parent;
@@ -75,9 +80,13 @@ void Engine::pop_front() {
   if (n == 0) return;
   std::size_t hole = 0;
   for (;;) {
-    std::size_t child = 2 * hole + 1;
-    if (child >= n) break;
-    if (child + 1 < n && earlier(heap_[child + 1], heap_[child])) ++child;
+    const std::size_t first = 4 * hole + 1;
+    if (first >= n) break;
+    std::size_t child = first;
+    const std::size_t end = std::min(first + 4, n);
+    for (std::size_t c = first + 1; c < end; ++c) {
+      if (earlier(heap_[c], heap_[child])) child = c;
+    }
     if (!earlier(heap_[child], last)) break;
     heap_[hole] = heap_[child];
     hole = child;
@@ -88,26 +97,26 @@ void Engine::pop_front() {
 bool Engine::step(Time limit) {
   while (!heap_.empty()) {
     const Key top = heap_.front();
-    if (cancelled_[top.seq]) {
+    if (cancelled_[top.seq()]) {
       pop_front();
-      callbacks_[top.slot] = nullptr;
-      free_slots_.push_back(top.slot);
+      callbacks_[top.slot()] = nullptr;
+      free_slots_.push_back(top.slot());
       --cancelled_in_queue_;
       continue;
     }
     if (top.at > limit) return false;
     if (top.at < now_) {
       throw std::logic_error(
-          "Engine: event " + std::to_string(top.seq) + " at " + std::to_string(top.at.ps()) +
+          "Engine: event " + std::to_string(top.seq()) + " at " + std::to_string(top.at.ps()) +
           " ps runs after now = " + std::to_string(now_.ps()) + " ps: time went backwards");
     }
     if (budget_ != 0 && executed_ >= budget_) throw EventBudgetExceeded(budget_, top.at);
     // Move the callback out before running it: it may schedule new events into this slot.
-    Callback callback = std::move(callbacks_[top.slot]);
-    callbacks_[top.slot] = nullptr;
+    Callback callback = std::move(callbacks_[top.slot()]);
+    callbacks_[top.slot()] = nullptr;
     pop_front();
-    free_slots_.push_back(top.slot);
-    finished_[top.seq] = true;
+    free_slots_.push_back(top.slot());
+    finished_[top.seq()] = true;
     now_ = top.at;
     ++executed_;
     callback();
