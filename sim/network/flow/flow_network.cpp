@@ -403,4 +403,9 @@ std::uint64_t FlowNetwork::classes_split() const {
   return state_->split;
 }
 
+std::uint64_t FlowNetwork::solutions_reused() const {
+  state_->settle();
+  return state_->reused;
+}
+
 }  // namespace wallsim

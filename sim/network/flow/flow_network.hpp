@@ -35,6 +35,11 @@
 // of its links) is split into single flows for the rest of its life and the instant is solved
 // again, so rates are always the max-min rates of the single flows.
 //
+// Repeated components. The rates of a component whose classes all held are kept, keyed by its
+// flows' shapes, multiplicities and caps; a later component of the same flows takes them
+// instead of solving again: the same problem, so the same rates to the bit
+// (flow_solution_cache.cpp). A layer's collectives repeat thousands of times per step.
+//
 // Batched completions. Completions wait in the network's own queue, and one engine event wakes
 // the network at the earliest. Every flow due within kCompletionTolerance of that time ends in
 // the same batch (at most that much early; its unsent remainder, at most rate × tolerance
@@ -111,11 +116,13 @@ class FlowNetwork {
   std::size_t active_flows() const;
 
   // Counters for benchmarks and tests: flows started (a class counts once), flows whose rate
-  // was recomputed in total, solves, and classes split into single flows.
+  // was recomputed in total, solves, classes split into single flows, and solves answered by
+  // the solution of an earlier component of the same shapes (counted as solves too).
   std::uint64_t flows_started() const;
   std::uint64_t rate_recomputations() const;
   std::uint64_t solves() const;
   std::uint64_t classes_split() const;
+  std::uint64_t solutions_reused() const;
 
  private:
   struct State;

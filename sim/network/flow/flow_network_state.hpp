@@ -146,6 +146,7 @@ struct FlowNetwork::State {
   std::uint64_t recomputed = 0;
   std::uint64_t solved = 0;
   std::uint64_t split = 0;
+  std::uint64_t reused = 0;
   std::uint64_t visit_stamp = 0;
 
   // Changes waiting for the settle of this instant.
@@ -183,6 +184,14 @@ struct FlowNetwork::State {
   MaxMinProblem problem;
   MaxMinSolver solver;
   std::vector<double> rates_Bps;
+  // Solved components by key (flow_solution_cache.cpp).
+  struct Solution {
+    std::vector<Shape> shapes;
+    std::vector<double> multiplicity, cap_Bps, rates_Bps;
+    bool merged = false;
+    std::size_t problem_links = 0;
+  };
+  std::unordered_map<std::uint64_t, Solution> solutions;
   // Local settles (flow_local_settle.cpp): the region re-solved, its links, the flows that
   // failed the check in the last round.
   std::vector<std::uint32_t> region, region_links, failing;
@@ -216,7 +225,13 @@ struct FlowNetwork::State {
   void add_load(std::uint32_t link, double load_Bps);
   void sum_load(std::uint32_t link);
   void keep_loads();
-  void build_problem();
+  void order_component_links();
+  bool merge_decision() const;
+  void note_merge(bool merged, std::size_t problem_links);
+  std::uint64_t component_key(bool merged) const;
+  bool reuse_solution(bool merged);
+  void keep_solution(bool merged);
+  void build_problem(bool try_merge);
   void add_links(bool merge_equal);
   std::uint64_t sign_link(std::uint32_t link);
   bool classes_hold();

@@ -44,27 +44,35 @@ bool FlowNetwork::State::collect_component(std::size_t max_flows) {
   return true;
 }
 
-void FlowNetwork::State::build_problem() {
-  problem.clear();
-  bool any_expanded = false;
-  std::size_t entries = 0;
-  for (std::uint32_t i = 0; i < component_flows.size(); ++i) {
-    flows[component_flows[i]].local = i;
-    any_expanded |= flows[component_flows[i]].expanded;
-    entries += flows[component_flows[i]].links().size();
-  }
-  // Below a few hundred crossings the solve costs less than signing every link.
+// Whether this solve merges equal links: not while a class is solved member by member, not for
+// small components (below a few hundred crossings the solve costs less than signing every
+// link), and not while backing off after merges that found little.
+bool FlowNetwork::State::merge_decision() const {
   constexpr std::size_t kMergeFromEntries = 128;
-  const bool try_merge =
-      !any_expanded && entries >= kMergeFromEntries && merge_skipped >= merge_backoff;
-  add_links(try_merge);
-  if (try_merge) {
-    const bool paid_off = 8 * problem.num_links() < 7 * component_links.size();
-    merge_backoff = paid_off ? 0 : std::min<std::uint32_t>(2 * merge_backoff + 1, 64);
-    merge_skipped = 0;
-  } else {
-    ++merge_skipped;
+  std::size_t entries = 0;
+  for (std::uint32_t slot : component_flows) {
+    if (flows[slot].expanded) return false;
+    entries += flows[slot].links().size();
   }
+  return entries >= kMergeFromEntries && merge_skipped >= merge_backoff;
+}
+
+// Backs off merging for the next settles when it merged fewer than one link in eight.
+void FlowNetwork::State::note_merge(bool merged, std::size_t problem_links) {
+  if (!merged) {
+    ++merge_skipped;
+    return;
+  }
+  const bool paid_off = 8 * problem_links < 7 * component_links.size();
+  merge_backoff = paid_off ? 0 : std::min<std::uint32_t>(2 * merge_backoff + 1, 64);
+  merge_skipped = 0;
+}
+
+void FlowNetwork::State::build_problem(bool try_merge) {
+  problem.clear();
+  for (std::uint32_t i = 0; i < component_flows.size(); ++i) flows[component_flows[i]].local = i;
+  add_links(try_merge);
+  note_merge(try_merge, problem.num_links());
   problem_slot.clear();
   problem_member.clear();
   for (std::uint32_t slot : component_flows) {
@@ -228,12 +236,20 @@ void FlowNetwork::State::settle() {
     settle_alone(component_flows.front());
     return;
   }
-  do {
-    build_problem();
+  order_component_links();
+  bool try_merge = merge_decision();
+  if (reuse_solution(try_merge)) return;
+  for (bool first = true;; first = false) {
+    build_problem(try_merge);
     solver.solve(problem, rates_Bps);
     ++solved;
     recomputed += component_flows.size();
-  } while (!classes_hold());
+    if (classes_hold()) {
+      if (first) keep_solution(try_merge);
+      break;
+    }
+    try_merge = merge_decision();
+  }
   for (std::uint32_t slot : component_flows) flows[slot].bottleneck_hop = kNoIndex;
   const auto solved_flows = static_cast<std::uint32_t>(problem.num_flows());
   for (std::uint32_t p = 0; p < solved_flows; ++p) {
