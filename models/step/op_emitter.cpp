@@ -35,14 +35,15 @@ Op OpEmitter::tagged(OpKind kind, OpCategory category, StreamIndex stream) const
 }
 
 OpIndex OpEmitter::add(Op op, std::string_view name, const Deps& deps) {
-  std::string label =
-      tag_.prefix.empty() ? std::string(name) : tag_.prefix + " " + std::string(name);
-  if (tag_.recompute) label += " (recompute)";
-  op.label = graph_.intern_label(label);
-  Deps unique = deps;
-  std::sort(unique.begin(), unique.end());
-  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
-  return graph_.add(std::move(op), std::span<const OpIndex>(unique));
+  label_.clear();
+  if (!tag_.prefix.empty()) label_.append(tag_.prefix).append(" ");
+  label_.append(name);
+  if (tag_.recompute) label_.append(" (recompute)");
+  op.label = graph_.intern_label(label_);
+  unique_deps_.assign(deps.begin(), deps.end());
+  std::sort(unique_deps_.begin(), unique_deps_.end());
+  unique_deps_.erase(std::unique(unique_deps_.begin(), unique_deps_.end()), unique_deps_.end());
+  return graph_.add(std::move(op), std::span<const OpIndex>(unique_deps_));
 }
 
 OpIndex OpEmitter::add_compute(std::string_view name, OpCategory category, KernelTime time,

@@ -96,6 +96,9 @@ class OpEmitter {
   double pending_alloc_bytes_ = 0;
   double pending_free_bytes_ = 0;
   std::optional<OpIndex> last_compute_;
+  // Scratch reused by every add (a step adds millions of ops).
+  std::string label_;
+  Deps unique_deps_;
 };
 
 }  // namespace wallsim::models

@@ -1,8 +1,10 @@
 #include "sim/graph/op_graph.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 namespace wallsim {
 namespace {
@@ -25,8 +27,8 @@ void build_csr(const std::vector<std::pair<OpIndex, OpIndex>>& edges, std::size_
 struct OpGraph::Body {
   std::vector<Op> ops;
   std::vector<std::pair<OpIndex, OpIndex>> edges;  // (before, after) in the order added
-  std::vector<std::string> labels;
-  std::map<std::string, std::uint32_t, std::less<>> label_index;  // name -> index in labels
+  std::deque<std::string> labels;  // a deque: the names do not move, so views into them last
+  std::unordered_map<std::string_view, std::uint32_t> label_index;  // name -> index in labels
   int stream_count = 0;
 
   // Derived on first use after a change (see `index`).
@@ -170,6 +172,15 @@ std::size_t OpGraph::comm_count() const {
   return body_->index().comm_count;
 }
 
+OpGraph::DependentIndex OpGraph::dependent_index() const {
+  const auto& ix = body_->index();
+  return {ix.dependent_begin, ix.dependents};
+}
+
+std::span<const std::uint32_t> OpGraph::comm_positions() const {
+  return body_->index().comm_position;
+}
+
 std::span<const OpIndex> OpGraph::dependency_span(OpIndex index) const {
   const auto& ix = body_->index();
   return {ix.dependencies.data() + ix.dependency_begin[index],
@@ -212,7 +223,7 @@ std::uint32_t OpGraph::intern_label(std::string_view name) {
   Body& body = mutable_body("intern_label");
   const auto index = static_cast<std::uint32_t>(body.labels.size());
   body.labels.emplace_back(name);
-  body.label_index.emplace(body.labels.back(), index);
+  body.label_index.emplace(std::string_view(body.labels.back()), index);
   return index;
 }
 

@@ -69,6 +69,14 @@ class OpGraph {
   // number: per-op tables that only communication ops need are indexed by it.
   std::uint32_t comm_position(OpIndex index) const;
   std::size_t comm_count() const;
+  // The same tables whole, for loops that read them per op (the replay): op i's dependents are
+  // dependents[begin[i] .. begin[i + 1]); comm_positions[i] is comm_position(i).
+  struct DependentIndex {
+    std::span<const std::uint32_t> begin;
+    std::span<const OpIndex> dependents;
+  };
+  DependentIndex dependent_index() const;
+  std::span<const std::uint32_t> comm_positions() const;
   std::vector<OpIndex> dependencies(OpIndex index) const;
   std::vector<OpIndex> dependents(OpIndex index) const;
   // Number of ops `index` depends on (its in-degree), without building the list.

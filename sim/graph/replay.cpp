@@ -99,6 +99,8 @@ void Replay::State::build_rank(RankIndex rank, const OpGraph& graph) {
   RankState& rs = ranks[rank];
   const auto n = static_cast<OpIndex>(graph.size());
   rs.graph = &graph;
+  rs.dependents = graph.dependent_index();
+  rs.comm_position = graph.comm_positions();
   // Program order and dependents come from the graph (shared by ranks with one body).
   for (int s = 0; s < graph.stream_count(); ++s) {
     rs.stream_ops.push_back(graph.stream_ops(static_cast<StreamIndex>(s)));
@@ -353,7 +355,7 @@ void Replay::State::finish_op(RankIndex rank, OpIndex index) {
   const auto& stream = rs.stream_ops[op.stream];
   const std::uint32_t next = ++rs.cursor[op.stream];
   if (next < stream.size()) issue_if_ready(rank, stream[next]);
-  for (const OpIndex after : rs.graph->dependent_span(index)) {
+  for (const OpIndex after : rs.dependents_of(index)) {
     if (rs.dependency_ended(after) == 0) issue_if_ready(rank, after);
   }
 }

@@ -65,6 +65,8 @@ struct Channel {
 // ops need is indexed by OpGraph::comm_position.
 struct RankState {
   const OpGraph* graph = nullptr;
+  OpGraph::DependentIndex dependents;                // the graph's, read per op
+  std::span<const std::uint32_t> comm_position;      // the graph's, read per communication op
   std::vector<std::span<const OpIndex>> stream_ops;  // program order per stream (the graph's)
   std::vector<std::uint32_t> cursor;  // per stream: position of its first unfinished op
   // Per op: dependencies not yet ended (low kPhaseShift bits) and the Phase (the bits above).
@@ -88,10 +90,14 @@ struct RankState {
   std::uint32_t remaining_deps(OpIndex op) const { return op_state[op] & kDepsMask; }
   // One dependency of `op` ended; returns how many are left.
   std::uint32_t dependency_ended(OpIndex op) { return --op_state[op] & kDepsMask; }
-  std::uint32_t& link(OpIndex op) { return comm_link[graph->comm_position(op)]; }
-  std::uint32_t link(OpIndex op) const { return comm_link[graph->comm_position(op)]; }
-  std::uint32_t& ordinal(OpIndex op) { return comm_ordinal[graph->comm_position(op)]; }
-  std::uint32_t ordinal(OpIndex op) const { return comm_ordinal[graph->comm_position(op)]; }
+  std::uint32_t& link(OpIndex op) { return comm_link[comm_position[op]]; }
+  std::uint32_t link(OpIndex op) const { return comm_link[comm_position[op]]; }
+  std::uint32_t& ordinal(OpIndex op) { return comm_ordinal[comm_position[op]]; }
+  std::uint32_t ordinal(OpIndex op) const { return comm_ordinal[comm_position[op]]; }
+  std::span<const OpIndex> dependents_of(OpIndex op) const {
+    return dependents.dependents.subspan(dependents.begin[op],
+                                         dependents.begin[op + 1] - dependents.begin[op]);
+  }
 };
 
 struct State {
