@@ -39,10 +39,10 @@ struct CpLayout {
 // The MoE grid folded over the same GPUs (Megatron's parallel folding, mechanics.md §4.2):
 // ETP × EP × EDP × PP = world, the PP groups shared with the attention grid.
 struct ExpertLayout {
-  std::int64_t etp = 1;                  // expert tensor parallelism
-  std::int64_t ep = 1;                   // expert parallelism
-  std::int64_t edp = 1;                  // expert data parallelism = world / (etp·ep·pp)
-  std::string dispatcher = "alltoall";   // alltoall | allgather | flex
+  std::int64_t etp = 1;  // expert tensor parallelism
+  std::int64_t ep = 1;   // expert parallelism
+  std::int64_t edp = 1;  // expert data parallelism = world / (etp·ep·pp)
+  MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
   std::string group_style = "megatron";  // megatron | deepspeed
 };
 

@@ -48,12 +48,32 @@ void read_context(JsonObject& object, ParallelSpec& spec) {
 void read_expert(JsonObject& object, ParallelSpec& spec) {
   spec.ep = object.integer_or("ep", 1, 1);
   spec.etp = object.integer_or("etp", 1, 1);
-  spec.moe_dispatcher =
-      object.choice_or("moe_dispatcher", "alltoall", {"alltoall", "allgather", "flex"});
+  spec.moe_dispatcher = *parse_moe_dispatcher(
+      object.choice_or("moe_dispatcher", "alltoall", {"alltoall", "allgather", "flex"}));
   spec.ep_group_style = object.choice_or("ep_group_style", "megatron", {"megatron", "deepspeed"});
 }
 
 }  // namespace
+
+const char* to_string(MoeDispatcher dispatcher) {
+  switch (dispatcher) {
+    case MoeDispatcher::kAllToAll:
+      return "alltoall";
+    case MoeDispatcher::kAllGather:
+      return "allgather";
+    case MoeDispatcher::kFlex:
+      return "flex";
+  }
+  return "unknown";
+}
+
+std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name) {
+  for (auto dispatcher :
+       {MoeDispatcher::kAllToAll, MoeDispatcher::kAllGather, MoeDispatcher::kFlex}) {
+    if (name == to_string(dispatcher)) return dispatcher;
+  }
+  return std::nullopt;
+}
 
 const char* to_string(Axis axis) {
   switch (axis) {

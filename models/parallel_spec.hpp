@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace wallsim {
 
@@ -21,6 +22,14 @@ namespace models {
 // The five axes of Megatron's RankGenerator.
 enum class Axis { tp, cp, ep, dp, pp };
 const char* to_string(Axis axis);
+
+// How MoE tokens reach their experts (Megatron-Core's --moe-token-dispatcher-type;
+// models/step/moe_ops.hpp): an all-to-all over EP, an all-gather over ETP×EP, or one exchange
+// that sends a token to each node once.
+enum class MoeDispatcher { kAllToAll, kAllGather, kFlex };
+const char* to_string(MoeDispatcher dispatcher);  // "alltoall", "allgather", "flex"
+// The inverse of to_string; nullopt for any other spelling.
+std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name);
 
 // Axes listed from the smallest stride to the largest (Megatron's `order`).
 using AxisOrder = std::array<Axis, 5>;
@@ -39,7 +48,7 @@ struct ParallelSpec {
   std::optional<std::int64_t> last_stage_layers;
   std::int64_t ep = 1;
   std::int64_t etp = 1;
-  std::string moe_dispatcher = "alltoall";
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
   std::string ep_group_style = "megatron";
   AxisOrder order{Axis::tp, Axis::cp, Axis::ep, Axis::dp, Axis::pp};
   std::optional<std::int64_t> dp;  // only when the config states it

@@ -86,7 +86,7 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
   t.seq_len = object.integer("seq_len", 1);
   t.micro_batch = object.integer_or("micro_batch", 1, 1);
   t.global_batch = object.integer("global_batch", 1);
-  t.precision = object.choice_or("precision", "bf16", {"bf16", "fp8"});
+  t.precision = *dtype_from_name(object.choice_or("precision", "bf16", {"bf16", "fp8"}));
   t.recompute =
       parse_recompute(object.choice_or("recompute", "none", {"none", "selective", "full"}));
   if (auto modules = object.find("recompute_modules")) {
@@ -104,10 +104,16 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
   return t;
 }
 
+const char* to_string(Fidelity fidelity) {
+  return fidelity == Fidelity::kFull ? "full" : "symmetric";
+}
+
 SimulationSpec parse_simulation_spec(const JsonNode& node) {
   JsonObject object(node);
   SimulationSpec s;
-  s.fidelity = object.choice_or("fidelity", s.fidelity, {"full", "symmetric"});
+  s.fidelity = object.choice_or("fidelity", "symmetric", {"full", "symmetric"}) == "full"
+                   ? Fidelity::kFull
+                   : Fidelity::kSymmetric;
   s.network = object.choice_or("network", s.network, {"analytical", "flow"});
   s.max_events = object.integer_or("max_events", s.max_events, 0);
   object.finish();

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/hw/dtype.hpp"
+
 namespace wallsim {
 
 class JsonNode;
@@ -48,7 +50,7 @@ struct TrainingSpec {
   std::int64_t seq_len = 0;
   std::int64_t micro_batch = 1;
   std::int64_t global_batch = 0;
-  std::string precision = "bf16";  // bf16 | fp8
+  Dtype precision = Dtype::kBf16;  // bf16 | fp8
   Recompute recompute = Recompute::none;
   // Selective recompute: which modules; dense models know core_attn, mlp, layernorm.
   std::vector<std::string> recompute_modules{"core_attn"};
@@ -64,6 +66,11 @@ struct TrainingSpec {
 
 TrainingSpec parse_training_spec(const JsonNode& node);
 
+// Which ranks a run replays: every GPU, or one per class of ranks that run the same program
+// under the same load (models/step/step_program.hpp).
+enum class Fidelity { kSymmetric, kFull };
+const char* to_string(Fidelity fidelity);  // "symmetric", "full"
+
 struct SimulationSpec {
   // Engine events one step may take before the run stops as unable to finish (0: no limit).
   // The largest shipped job, Llama 3 70B on 1,024 GPUs in full fidelity
@@ -72,8 +79,8 @@ struct SimulationSpec {
   // step after minutes (~1 M events/s) instead of never.
   static constexpr std::int64_t kDefaultMaxEvents = 500'000'000;
 
-  std::string fidelity = "symmetric";  // full | symmetric
-  std::string network = "flow";        // analytical | flow
+  Fidelity fidelity = Fidelity::kSymmetric;
+  std::string network = "flow";  // analytical | flow
   std::int64_t max_events = kDefaultMaxEvents;
 };
 

@@ -56,12 +56,13 @@ int run(const RunOptions& options) {
   const models::RunConfig config = load_config(options.config);
   const Profile profile = run_profile(config);
   spdlog::info("simulating {} on {} GPUs ({} fidelity, {} network)", config.model.name,
-               config.num_gpus, config.simulation.fidelity, config.simulation.network);
+               config.num_gpus, models::to_string(config.simulation.fidelity),
+               config.simulation.network);
   auto result = models::simulate(config, profile.gpu, profile.comm);
   log_notes(result.summary.notes);
   // Checked before anything is written or re-simulated.
-  const auto trace_ranks = models::select_trace_ranks(result.program, options.trace_ranks,
-                                                      config.simulation.fidelity == "full");
+  const auto trace_ranks = models::select_trace_ranks(
+      result.program, options.trace_ranks, config.simulation.fidelity == models::Fidelity::kFull);
   if (options.sensitivity) {
     spdlog::info("re-simulating 8 times for the sensitivities");
     result.summary.sensitivities =

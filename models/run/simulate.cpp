@@ -10,10 +10,8 @@
 namespace wallsim::models {
 
 SimulationResult simulate(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm) {
-  const Fidelity fidelity =
-      config.simulation.fidelity == "full" ? Fidelity::kFull : Fidelity::kSymmetric;
   SimulationResult result;
-  result.program = build_step(config, GpuModel(gpu), fidelity);
+  result.program = build_step(config, GpuModel(gpu), config.simulation.fidelity);
 
   Engine engine;
   engine.set_event_budget(static_cast<std::uint64_t>(config.simulation.max_events));

@@ -12,10 +12,6 @@
 namespace wallsim::models {
 namespace {
 
-Dtype training_dtype(const TrainingSpec& training) {
-  return training.precision == "fp8" ? Dtype::kFp8 : Dtype::kBf16;
-}
-
 Time rank_end(const RankTrace& trace) {
   Time end = Time::zero();
   for (const auto& record : trace.ops) end = max(end, record.end);
@@ -100,7 +96,7 @@ std::string describe_layout(const RunConfig& config) {
   text += " dp" + std::to_string(layout.sizes.dp);
   if (config.model.moe) {
     text += " ep" + std::to_string(layout.expert.ep) + " etp" + std::to_string(layout.expert.etp) +
-            " " + layout.expert.dispatcher;
+            " " + to_string(layout.expert.dispatcher);
   }
   text += " mb" + std::to_string(config.training.micro_batch) + " m" +
           std::to_string(layout.num_microbatches);
@@ -114,7 +110,7 @@ RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepP
   s.cluster_name = config.cluster.name;
   s.num_gpus = static_cast<int>(config.num_gpus);
   s.layout = describe_layout(config);
-  s.fidelity = config.simulation.fidelity;
+  s.fidelity = to_string(config.simulation.fidelity);
   s.network_model = config.simulation.network;
   s.simulated_ranks = static_cast<int>(program.graphs.size());
   const RankIndex critical = critical_rank(program, replay);
@@ -127,7 +123,7 @@ RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepP
   s.tokens_per_iteration = flops.tokens;
   s.model_flops_per_iteration = flops.model_per_iteration;
   s.hardware_flops_per_iteration = flops.hardware_per_iteration;
-  s.peak_flops_per_gpu = gpu.peak_flops(training_dtype(config.training));
+  s.peak_flops_per_gpu = gpu.peak_flops(config.training.precision);
   const double per_gpu_s = s.iteration_time_s * static_cast<double>(s.num_gpus);
   s.tokens_per_s_per_gpu = per_gpu_s > 0 ? s.tokens_per_iteration / per_gpu_s : 0;
   s.model_tflops_per_gpu = per_gpu_s > 0 ? s.model_flops_per_iteration / per_gpu_s / 1e12 : 0;

@@ -10,10 +10,6 @@
 namespace wallsim::models {
 namespace {
 
-Dtype training_dtype(const RunConfig& config) {
-  return config.training.precision == "fp8" ? Dtype::kFp8 : Dtype::kBf16;
-}
-
 // Scales the best GEMM throughput of every dtype, capped at its dense peak; returns the factor
 // the training precision actually got.
 double scale_gemm(GpuProfile& gpu, double factor, Dtype training) {
@@ -78,7 +74,7 @@ Sensitivity sensitivity(const RunConfig& config, const GpuProfile& gpu, const Co
   } else if (parameter == "ib_bandwidth") {
     scaled_config.cluster.nic.bandwidth_Gbps *= factor;
   } else if (parameter == "gemm_efficiency") {
-    applied = scale_gemm(scaled_gpu, factor, training_dtype(config));
+    applied = scale_gemm(scaled_gpu, factor, config.training.precision);
   } else if (parameter == "hbm_bandwidth") {
     scaled_gpu.hbm_bandwidth_Bps *= factor;
   } else {

@@ -87,12 +87,12 @@ OpIndex MoeOps::exchange(const std::string& name, CollectiveOp op, double bytes,
 
 // Tokens out to the experts: the dispatcher's exchange, then the ETP gather.
 Deps MoeOps::dispatch(const std::string& pass, const Deps& deps) {
-  if (setting_.dispatcher == "allgather") {
+  if (setting_.dispatcher == MoeDispatcher::kAllGather) {
     const double gathered = load_.tokens * d(setting_.etp * setting_.ep) * row_bytes();
     return {exchange("moe dispatch ag " + pass, CollectiveOp::kAllGather, gathered,
                      setting_.tp_ep_group, deps)};
   }
-  if (setting_.dispatcher == "flex") {
+  if (setting_.dispatcher == MoeDispatcher::kFlex) {
     const double flex_rows =
         load_.tokens * d(std::min<std::int64_t>(moe_.topk, setting_.tp_ep_nodes));
     return {exchange("moe dispatch " + pass, CollectiveOp::kAllToAll, flex_rows * row_bytes(),
@@ -111,12 +111,12 @@ Deps MoeOps::dispatch(const std::string& pass, const Deps& deps) {
 
 // Expert outputs back: the ETP reduce-scatter, then the dispatcher's exchange.
 Deps MoeOps::combine(const std::string& pass, const Deps& deps) {
-  if (setting_.dispatcher == "allgather") {
+  if (setting_.dispatcher == MoeDispatcher::kAllGather) {
     const double gathered = load_.tokens * d(setting_.etp * setting_.ep) * row_bytes();
     return {exchange("moe combine rs " + pass, CollectiveOp::kReduceScatter, gathered,
                      setting_.tp_ep_group, deps)};
   }
-  if (setting_.dispatcher == "flex") {
+  if (setting_.dispatcher == MoeDispatcher::kFlex) {
     const double flex_rows =
         load_.tokens * d(std::min<std::int64_t>(moe_.topk, setting_.tp_ep_nodes));
     return {exchange("moe combine " + pass, CollectiveOp::kAllToAll, flex_rows * row_bytes(),

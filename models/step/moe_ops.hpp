@@ -38,7 +38,7 @@ namespace wallsim::models {
 struct MoeSetting {
   bool active = false;  // the model has MoE layers
   std::int64_t ep = 1, etp = 1;
-  std::string dispatcher = "alltoall";
+  MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
   GroupIndex ep_group = 0, etp_group = 0, tp_ep_group = 0;
   std::int64_t tp_ep_nodes = 1;  // nodes the ETP×EP group spans (flex)
 };

@@ -208,7 +208,7 @@ MoeSetting moe_setting(const StepInputs& in, GroupTable& table, std::int64_t ran
   moe.ep = layout.expert.ep;
   moe.etp = layout.expert.etp;
   moe.dispatcher = layout.expert.dispatcher;
-  const bool alltoall = moe.dispatcher == "alltoall";
+  const bool alltoall = moe.dispatcher == MoeDispatcher::kAllToAll;
   if (alltoall) {
     moe.ep_group = table.index(in.ep.of(rank));
     if (moe.etp > 1) moe.etp_group = table.index(in.etp.of(rank));
@@ -225,7 +225,7 @@ MoeSetting moe_setting(const StepInputs& in, GroupTable& table, std::int64_t ran
 // The group renames of MoE settings `built` → `rank` (alltoall: EP and ETP; others: ETP×EP).
 void bind_moe(const MoeSetting& built, const MoeSetting& rank, OpBinding& binding) {
   if (!rank.active) return;
-  if (rank.dispatcher == "alltoall") {
+  if (rank.dispatcher == MoeDispatcher::kAllToAll) {
     binding.groups.emplace_back(built.ep_group, rank.ep_group);
     if (rank.etp > 1) binding.groups.emplace_back(built.etp_group, rank.etp_group);
   } else {
@@ -319,8 +319,7 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
   const StageMemory& memory = in.memory.stages[static_cast<std::size_t>(stage)];
   OpGraph graph;
   graph.static_bytes = memory.weights + memory.grads + memory.optimizer + memory.buffers;
-  OpEmitter emit(graph, timer, payloads,
-                 c.training.precision == "fp8" ? Dtype::kFp8 : Dtype::kBf16);
+  OpEmitter emit(graph, timer, payloads, c.training.precision);
   const bool output_weights =
       stage == c.layout.sizes.pp - 1 && (!c.model.tied_embeddings || c.layout.sizes.pp > 1);
   // Groups are registered in this order: tp, cp, dp (binding_between relies on it).

@@ -50,8 +50,6 @@ struct StepProgram {
   std::vector<std::vector<int>> class_offsets;
 };
 
-enum class Fidelity { kFull, kSymmetric };
-
 StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fidelity);
 
 }  // namespace wallsim::models

@@ -78,7 +78,7 @@ nlohmann::json point_config(const SweepBase& base, const SweepPoint& p) {
   if (base.parsed.model.moe) {
     parallel["ep"] = p.ep;
     parallel["etp"] = p.etp;
-    parallel["moe_dispatcher"] = p.dispatcher;
+    parallel["moe_dispatcher"] = to_string(p.dispatcher);
   }
   doc["parallel"] = parallel;
   nlohmann::json& training = doc["training"];

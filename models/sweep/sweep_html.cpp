@@ -164,13 +164,14 @@ void write_knobs(const SweepReport& report, std::ostream& out) {
       {"overlap", [](const SweepRow& r) { return std::string(r.point.overlap ? "on" : "off"); }},
       {"binding wall", [](const SweepRow& r) { return r.binding; }}};
   const bool experts = std::any_of(report.rows.begin(), report.rows.end(), [](const auto& r) {
-    return r.point.ep > 1 || r.point.etp > 1 || r.point.dispatcher != "alltoall";
+    return r.point.ep > 1 || r.point.etp > 1 || r.point.dispatcher != MoeDispatcher::kAllToAll;
   });
   if (experts) {
     knobs.insert(knobs.begin() + 4,
                  {{"ep", [](const SweepRow& r) { return std::to_string(r.point.ep); }},
                   {"etp", [](const SweepRow& r) { return std::to_string(r.point.etp); }},
-                  {"dispatcher", [](const SweepRow& r) { return r.point.dispatcher; }}});
+                  {"dispatcher",
+                   [](const SweepRow& r) { return std::string(to_string(r.point.dispatcher)); }}});
   }
   for (const auto& [name, value_of] : knobs) write_knob(name, value_of, report.rows, best, out);
 }

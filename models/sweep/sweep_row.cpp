@@ -14,6 +14,11 @@ Recompute recompute_from(const std::string& name, const std::string& where) {
   throw InputError(where, "recompute", name, "must be one of: none, selective, full");
 }
 
+MoeDispatcher dispatcher_from(const std::string& name, const std::string& where) {
+  if (const auto dispatcher = parse_moe_dispatcher(name)) return *dispatcher;
+  throw InputError(where, "dispatcher", name, "must be one of: alltoall, allgather, flex");
+}
+
 }  // namespace
 
 void sort_rows(std::vector<SweepRow>& rows) {
@@ -35,7 +40,7 @@ nlohmann::json row_to_json(const SweepRow& r) {
           {"vpp", p.vpp},
           {"ep", p.ep},
           {"etp", p.etp},
-          {"dispatcher", p.dispatcher},
+          {"dispatcher", to_string(p.dispatcher)},
           {"dp", r.dp},
           {"micro_batch", p.micro_batch},
           {"num_microbatches", r.num_microbatches},
@@ -65,7 +70,7 @@ SweepRow row_from_json(const nlohmann::json& j, const std::string& where) {
     r.point.vpp = j.at("vpp").get<std::int64_t>();
     r.point.ep = j.value("ep", std::int64_t{1});
     r.point.etp = j.value("etp", std::int64_t{1});
-    r.point.dispatcher = j.value("dispatcher", std::string("alltoall"));
+    r.point.dispatcher = dispatcher_from(j.value("dispatcher", std::string("alltoall")), where);
     r.dp = j.at("dp").get<std::int64_t>();
     r.point.micro_batch = j.at("micro_batch").get<std::int64_t>();
     r.num_microbatches = j.at("num_microbatches").get<std::int64_t>();

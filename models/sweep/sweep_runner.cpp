@@ -20,7 +20,7 @@ SweepReport report_header(const SweepBase& base, const SweepSpace& space, const 
   report.num_gpus = base.num_gpus;
   report.seq_len = c.training.seq_len;
   report.global_batch = c.training.global_batch;
-  report.fidelity = c.simulation.fidelity;
+  report.fidelity = to_string(c.simulation.fidelity);
   report.network = c.simulation.network;
   report.fingerprint = sweep_fingerprint(base, space);
   report.shard = shard;

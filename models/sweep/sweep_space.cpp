@@ -62,14 +62,17 @@ std::vector<bool> parse_switches(const std::string& assignment,
   return switches;
 }
 
-std::vector<std::string> parse_dispatchers(const std::string& assignment,
-                                           const std::vector<std::string>& values) {
+std::vector<MoeDispatcher> parse_dispatchers(const std::string& assignment,
+                                             const std::vector<std::string>& values) {
+  std::vector<MoeDispatcher> dispatchers;
   for (const auto& value : values) {
-    if (value != "alltoall" && value != "allgather" && value != "flex") {
+    const auto dispatcher = parse_moe_dispatcher(value);
+    if (!dispatcher) {
       reject(assignment, "\"" + value + "\" must be one of: alltoall, allgather, flex");
     }
+    dispatchers.push_back(*dispatcher);
   }
-  return values;
+  return dispatchers;
 }
 
 std::vector<Recompute> parse_recompute(const std::string& assignment,
@@ -104,7 +107,7 @@ std::string join(const std::vector<T>& values) {
     if (!text.empty()) text += ",";
     if constexpr (std::is_same_v<T, bool>) {
       text += value ? "on" : "off";
-    } else if constexpr (std::is_same_v<T, Recompute>) {
+    } else if constexpr (std::is_same_v<T, Recompute> || std::is_same_v<T, MoeDispatcher>) {
       text += to_string(value);
     } else if constexpr (std::is_same_v<T, std::string>) {
       text += value;
@@ -122,7 +125,7 @@ std::string point_id(const SweepPoint& p) {
                    std::to_string(p.pp) + "-vpp" + std::to_string(p.vpp);
   if (p.ep > 1) id += "-ep" + std::to_string(p.ep);
   if (p.etp > 1) id += "-etp" + std::to_string(p.etp);
-  if (p.dispatcher != "alltoall") id += "-" + p.dispatcher;
+  if (p.dispatcher != MoeDispatcher::kAllToAll) id += std::string("-") + to_string(p.dispatcher);
   id += "-mb" + std::to_string(p.micro_batch) + "-" + to_string(p.recompute);
   if (p.tp > 1 && !p.sequence_parallel) id += "-nosp";
   if (!p.distributed_optimizer) id += "-nodo";
@@ -157,7 +160,7 @@ SweepPoint SweepSpace::at(std::int64_t index) const {
 
 bool sweeps_experts(const SweepSpace& space) {
   return space.ep != std::vector<std::int64_t>{1} || space.etp != std::vector<std::int64_t>{1} ||
-         space.dispatcher != std::vector<std::string>{"alltoall"};
+         space.dispatcher != std::vector<MoeDispatcher>{MoeDispatcher::kAllToAll};
 }
 
 const std::vector<std::string>& sweep_knob_names() {
@@ -201,7 +204,7 @@ SweepSpace default_space(const SpaceShape& shape) {
       if (shape.experts % ep == 0 && shape.num_gpus % ep == 0) space.ep.push_back(ep);
     }
     space.etp = space.tp;
-    space.dispatcher = {"alltoall", "allgather"};
+    space.dispatcher = {MoeDispatcher::kAllToAll, MoeDispatcher::kAllGather};
   }
   space.micro_batch = {1, 2, 4};
   space.recompute = {Recompute::none, Recompute::selective, Recompute::full};

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "models/parallel_spec.hpp"
 #include "models/training_spec.hpp"
 
 namespace wallsim::models {
@@ -29,7 +30,7 @@ struct SweepPoint {
   std::int64_t vpp = 1;
   std::int64_t ep = 1;
   std::int64_t etp = 1;
-  std::string dispatcher = "alltoall";  // parallel.moe_dispatcher
+  MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;  // parallel.moe_dispatcher
   std::int64_t micro_batch = 1;
   Recompute recompute = Recompute::none;
   bool distributed_optimizer = true;
@@ -50,7 +51,7 @@ struct SweepSpace {
   std::vector<std::int64_t> vpp{1};
   std::vector<std::int64_t> ep{1};
   std::vector<std::int64_t> etp{1};
-  std::vector<std::string> dispatcher{"alltoall"};
+  std::vector<MoeDispatcher> dispatcher{MoeDispatcher::kAllToAll};
   std::vector<std::int64_t> micro_batch{1};
   std::vector<Recompute> recompute{Recompute::none};
   std::vector<bool> distributed_optimizer{true};

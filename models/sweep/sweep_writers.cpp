@@ -30,7 +30,7 @@ void write_csv_row(std::ostream& out, std::size_t rank, const SweepRow& r) {
       << p.cp << "," << p.pp << "," << p.vpp << "," << r.dp << "," << p.micro_batch << ","
       << r.num_microbatches << "," << to_string(p.recompute) << ","
       << on_off(p.distributed_optimizer) << "," << on_off(p.overlap) << "," << p.ep << "," << p.etp
-      << "," << p.dispatcher << "," << number(r.step_time_s) << ","
+      << "," << to_string(p.dispatcher) << "," << number(r.step_time_s) << ","
       << number(r.tokens_per_s_per_gpu) << "," << number(r.mfu) << ","
       << number(r.peak_bytes, "%.0f") << "," << number(r.hbm_bytes, "%.0f") << "," << on_off(r.fits)
       << "," << r.binding << "," << csv_field(r.error) << ",configs/" << r.id << ".json\n";

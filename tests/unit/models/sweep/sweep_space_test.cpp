@@ -25,8 +25,8 @@ TEST_CASE("the space's size is the product of its knobs' value counts, each poin
   // The last knob varies fastest: point 0 and 1 differ only in recompute (overlap has one value).
   CHECK(space.at(0).recompute == Recompute::none);
   CHECK(space.at(1).recompute == Recompute::full);
-  CHECK(space.at(23) ==
-        SweepPoint{4, true, 1, 2, 1, 1, 1, "alltoall", 2, Recompute::full, true, true});
+  CHECK(space.at(23) == SweepPoint{4, true, 1, 2, 1, 1, 1, MoeDispatcher::kAllToAll, 2,
+                                   Recompute::full, true, true});
 }
 
 TEST_CASE("the default space of Llama 3 70B on 1,024 GPUs, counted by hand", "[sweep]") {
@@ -71,7 +71,7 @@ TEST_CASE("vary replaces a knob's values and rejects what it cannot sweep", "[sw
 }
 
 TEST_CASE("point ids name every knob that distinguishes a point", "[sweep]") {
-  SweepPoint p{8, true, 1, 4, 5, 1, 1, "alltoall", 1, Recompute::none, true, true};
+  SweepPoint p{8, true, 1, 4, 5, 1, 1, MoeDispatcher::kAllToAll, 1, Recompute::none, true, true};
   CHECK(point_id(p) == "tp8-cp1-pp4-vpp5-mb1-none");
   p.sequence_parallel = false;
   p.distributed_optimizer = false;
@@ -81,7 +81,7 @@ TEST_CASE("point ids name every knob that distinguishes a point", "[sweep]") {
   CHECK(point_id(p) == "tp1-cp1-pp4-vpp5-mb1-none-nodo-noov");
   p.ep = 8;
   p.etp = 2;
-  p.dispatcher = "allgather";
+  p.dispatcher = MoeDispatcher::kAllGather;
   CHECK(point_id(p) == "tp1-cp1-pp4-vpp5-ep8-etp2-allgather-mb1-none-nodo-noov");
 }
 
@@ -93,7 +93,8 @@ TEST_CASE("a mixture-of-experts model's default space sweeps ep, etp and the dis
   const SweepSpace moe = default_space({94, 256, 8, 4096, 128});
   CHECK(moe.ep == std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64});
   CHECK(moe.etp == std::vector<std::int64_t>{1, 2, 4, 8});
-  CHECK(moe.dispatcher == std::vector<std::string>{"alltoall", "allgather"});
+  CHECK(moe.dispatcher ==
+        std::vector<MoeDispatcher>{MoeDispatcher::kAllToAll, MoeDispatcher::kAllGather});
   const SweepSpace dense = default_space({94, 256, 8, 4096, 0});
   CHECK(dense.size() * 7 * 4 * 2 == moe.size());
   // Mixtral's 8 experts on 64 GPUs: ep up to 8.
