@@ -220,7 +220,7 @@ std::int64_t expert_optimizer_shards(const Layout& layout, const TrainingSpec& t
 
 StaticBytesPerParam static_bytes_per_param(const Layout& layout, const TrainingSpec& training) {
   StaticBytesPerParam b;
-  b.grads = training.grad_reduce_dtype == "bf16" ? 2.0 : 4.0;
+  b.grads = dtype_bytes(training.grad_reduce_dtype);
   b.optimizer = 12.0 / d(optimizer_shards(layout, training));
   return b;
 }

@@ -94,7 +94,8 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
   }
   t.distributed_optimizer = object.boolean_or("distributed_optimizer", false);
   t.schedule = object.choice_or("schedule", "1f1b", {"1f1b", "interleaved"});
-  t.grad_reduce_dtype = object.choice_or("grad_reduce_dtype", "fp32", {"fp32", "bf16"});
+  t.grad_reduce_dtype =
+      *dtype_from_name(object.choice_or("grad_reduce_dtype", "fp32", {"fp32", "bf16"}));
   t.flash_attention = object.boolean_or("flash_attention", true);
   if (auto overlap = object.find("overlap")) t.overlap = parse_overlap(*overlap);
   if (auto allowances = object.find("memory_allowances")) {

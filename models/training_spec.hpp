@@ -56,7 +56,7 @@ struct TrainingSpec {
   std::vector<std::string> recompute_modules{"core_attn"};
   bool distributed_optimizer = false;
   std::string schedule = "1f1b";           // 1f1b | interleaved (1f1b with vpp > 1 is interleaved)
-  std::string grad_reduce_dtype = "fp32";  // fp32 | bf16: the main-gradient buffer
+  Dtype grad_reduce_dtype = Dtype::kFp32;  // fp32 | bf16: the main-gradient buffer
   bool flash_attention = true;  // false: the s² attention scores are stored (Korthikanti)
   OverlapSpec overlap;
   MemoryAllowances memory_allowances;
