@@ -216,9 +216,7 @@ void Replay::State::arrive(RankIndex rank, OpIndex index, const Op& op) {
 void Replay::State::start_compute(RankIndex rank, OpIndex index, const Op& op) {
   const bool contended = ranks[rank].sm_comm_running > 0;
   start_op(rank, index);
-  // Losing SMs never makes a kernel faster; this also covers builders that leave
-  // duration_contended unset.
-  const Time duration = contended ? max(op.duration, op.duration_contended) : op.duration;
+  const Time duration = compute.duration(rank, index, op, contended);
   engine.schedule_after(duration, [this, rank, index] { finish_op(rank, index); });
 }
 
@@ -378,10 +376,14 @@ void Replay::State::change_memory(RankIndex rank, double delta_bytes) {
 
 // ---- public API -------------------------------------------------------------------------------
 
+Time OpDurations::duration(RankIndex, OpIndex, const Op& op, bool contended) {
+  return contended ? max(op.duration, op.duration_contended) : op.duration;
+}
+
 Replay::Replay(Engine& engine, const std::vector<OpGraph>& graphs,
                const std::vector<std::vector<RankIndex>>& groups, CommService& comm,
-               InvariantPolicy policy)
-    : state_(std::make_unique<State>(engine, comm, policy)) {
+               InvariantPolicy policy, ComputeService* compute)
+    : state_(std::make_unique<State>(engine, comm, policy, compute)) {
   state_->build(graphs, groups);
 }
 

@@ -1,12 +1,12 @@
 // Replaying every simulated rank's OpGraph on the engine.
 //
-// Each rank's streams issue their ops in order; compute ops run for their duration (the
-// contended one when a communication kernel that occupies SMs is running on the same rank at
-// the op's start); a collective starts once every rank of its group has reached it (the k-th
-// collective a rank issues on a group matches the k-th of every other member) and ends when
-// the CommService calls back; a send and a receive (the k-th send r->p with tag t matches the
-// k-th receive on p from r with tag t, as MPI tags do) start the transfer once both are reached.
-// Memory moves by each op's alloc/free bytes.
+// Each rank's streams issue their ops in order; compute ops run for the duration the
+// ComputeService gives (by default the op's own: the contended one when a communication kernel
+// that occupies SMs is running on the same rank at the op's start); a collective starts once every
+// rank of its group has reached it (the k-th collective a rank issues on a group matches the k-th
+// of every other member) and ends when the CommService calls back; a send and a receive (the k-th
+// send r->p with tag t matches the k-th receive on p from r with tag t, as MPI tags do) start the
+// transfer once both are reached. Memory moves by each op's alloc/free bytes.
 //
 // While it runs the replay checks its own invariants (replay_invariants.hpp: time order, every
 // op once, whole collectives, matched transfers with equal payloads, memory never below and
@@ -36,6 +36,23 @@ class CommService {
   virtual void start_collective(GroupIndex group, std::uint32_t payload, Done done) = 0;
   // Both sides of a transfer src -> dst are ready.
   virtual void start_transfer(RankIndex src, RankIndex dst, std::uint32_t payload, Done done) = 0;
+};
+
+// How long a compute op runs. The replay asks as each compute op starts on `rank`, with
+// `contended` true when a communication kernel holds SMs on that rank then. Ranks may differ
+// (a straggler's GPU, jitter): the service sees which rank asks.
+class ComputeService {
+ public:
+  virtual ~ComputeService() = default;
+  virtual Time duration(RankIndex rank, OpIndex index, const Op& op, bool contended) = 0;
+};
+
+// The default: the durations the builder put on the op, `duration` alone and the larger of
+// `duration` and `duration_contended` while contended (losing SMs never makes a kernel faster;
+// this also covers builders that leave duration_contended unset).
+class OpDurations final : public ComputeService {
+ public:
+  Time duration(RankIndex rank, OpIndex index, const Op& op, bool contended) override;
 };
 
 struct OpRecord {
@@ -68,10 +85,11 @@ class ReplayStuck : public std::runtime_error {
 
 class Replay {
  public:
-  // `groups[g]` lists the ranks of group g. Graphs and groups must outlive the replay.
+  // `groups[g]` lists the ranks of group g. Graphs, groups and the services must outlive the
+  // replay. Compute ops are timed by `compute` (nullptr: OpDurations).
   Replay(Engine& engine, const std::vector<OpGraph>& graphs,
          const std::vector<std::vector<RankIndex>>& groups, CommService& comm,
-         InvariantPolicy policy = InvariantPolicy::kThrow);
+         InvariantPolicy policy = InvariantPolicy::kThrow, ComputeService* compute = nullptr);
   ~Replay();
 
   // Runs until every op has ended; throws ReplayStuck otherwise, std::logic_error when a

@@ -101,11 +101,17 @@ struct RankState {
 };
 
 struct State {
-  State(Engine& engine_in, CommService& comm_in, InvariantPolicy policy_in)
-      : engine(engine_in), comm(comm_in), policy(policy_in) {}
+  State(Engine& engine_in, CommService& comm_in, InvariantPolicy policy_in,
+        ComputeService* compute_in)
+      : engine(engine_in),
+        comm(comm_in),
+        compute(compute_in ? *compute_in : own_durations),
+        policy(policy_in) {}
 
   Engine& engine;
   CommService& comm;
+  OpDurations own_durations;
+  ComputeService& compute;
   InvariantPolicy policy;
   ReplayInvariants invariants;
   Time last_seen = Time::zero();  // engine time at the previous replay callback

@@ -169,3 +169,52 @@ TEST_CASE("a replay runs once", "[graph][replay]") {
   replay.run();
   CHECK_THROWS_AS(replay.run(), std::logic_error);
 }
+
+namespace {
+
+// A straggler: rank 1's GPU runs every compute op 1.5 times as long; the others run the op's
+// own durations.
+class SlowRank final : public ComputeService {
+ public:
+  Time duration(RankIndex rank, OpIndex index, const Op& op, bool contended) override {
+    asked.push_back({rank, index, contended});
+    const Time own = OpDurations().duration(rank, index, op, contended);
+    return rank == 1 ? Time::from_ps(own.ps() * 3 / 2) : own;
+  }
+  struct Question {
+    RankIndex rank;
+    OpIndex index;
+    bool contended;
+  };
+  std::vector<Question> asked;
+};
+
+}  // namespace
+
+TEST_CASE("a compute service times compute ops per rank; a slow rank holds up a collective",
+          "[graph][replay]") {
+  // Two ranks each run 4 µs of compute, then (depending on it) an all-reduce on group 0 (10 µs
+  // in FixedDelayComm), then (depending on that) 2 µs. Rank 1 is slowed 1.5×: its compute takes 6
+  // µs, so the collective starts at 6 µs on both ranks (rank 0 waits 2 µs), ends at 16 µs; rank 1's
+  // last op ends at 16 + 3 = 19 µs, rank 0's at 18 µs. Each compute op is asked for once,
+  // uncontended (no SM-holding kernel runs during compute here: the collective has ended before the
+  // last op starts).
+  std::vector<OpGraph> graphs(2);
+  for (auto& graph : graphs) {
+    const OpIndex first = graph.add(compute(us(4)));
+    const OpIndex reduce = graph.add(collective(0), {first});
+    graph.add(compute(us(2)), {reduce});
+  }
+  Engine engine;
+  FixedDelayComm comm(engine, us(10), us(1));
+  SlowRank slow;
+  Replay replay(engine, graphs, {{0, 1}}, comm, InvariantPolicy::kThrow, &slow);
+  const ReplayResult result = replay.run();
+  CHECK(result.ranks[0].ops[1].start == us(6));
+  CHECK(result.ranks[1].ops[1].start == us(6));
+  CHECK(result.ranks[0].ops[2].end == us(18));
+  CHECK(result.ranks[1].ops[2].end == us(19));
+  CHECK(result.end == us(19));
+  REQUIRE(slow.asked.size() == 4);
+  for (const auto& question : slow.asked) CHECK_FALSE(question.contended);
+}
