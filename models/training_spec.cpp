@@ -5,6 +5,7 @@
 #include "sim/core/byte_size.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/network/model/network_model.hpp"
 
 namespace wallsim::models {
 namespace {
@@ -115,7 +116,7 @@ SimulationSpec parse_simulation_spec(const JsonNode& node) {
   s.fidelity = object.choice_or("fidelity", "symmetric", {"full", "symmetric"}) == "full"
                    ? Fidelity::kFull
                    : Fidelity::kSymmetric;
-  s.network = object.choice_or("network", s.network, {"analytical", "flow"});
+  s.network = object.choice_or("network", s.network, network_model_names());
   s.max_events = object.integer_or("max_events", s.max_events, 0);
   object.finish();
   return s;

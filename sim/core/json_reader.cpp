@@ -16,13 +16,22 @@ std::string join_path(const std::string& parent, std::string_view key) {
   return parent + "." + std::string(key);
 }
 
-std::string list_allowed(std::initializer_list<std::string_view> allowed) {
+template <typename Names>
+std::string list_allowed(const Names& allowed) {
   std::string out;
-  for (auto name : allowed) {
+  for (std::string_view name : allowed) {
     if (!out.empty()) out += ", ";
     out += std::string(name);
   }
   return out;
+}
+
+template <typename Names>
+bool is_one_of(const std::string& text, const Names& allowed) {
+  for (std::string_view name : allowed) {
+    if (text == name) return true;
+  }
+  return false;
 }
 
 std::string format_number(double value) {
@@ -117,11 +126,15 @@ std::string JsonNode::as_string() const {
 }
 
 std::string JsonNode::as_choice(std::initializer_list<std::string_view> allowed) const {
-  if (value_->is_string()) {
-    const auto& text = value_->get_ref<const std::string&>();
-    for (auto name : allowed) {
-      if (text == name) return text;
-    }
+  if (value_->is_string() && is_one_of(value_->get_ref<const std::string&>(), allowed)) {
+    return value_->get_ref<const std::string&>();
+  }
+  fail("must be one of: " + list_allowed(allowed));
+}
+
+std::string JsonNode::as_choice(const std::vector<std::string>& allowed) const {
+  if (value_->is_string() && is_one_of(value_->get_ref<const std::string&>(), allowed)) {
+    return value_->get_ref<const std::string&>();
   }
   fail("must be one of: " + list_allowed(allowed));
 }
@@ -216,6 +229,12 @@ std::string JsonObject::choice(std::string_view key,
 
 std::string JsonObject::choice_or(std::string_view key, std::string fallback,
                                   std::initializer_list<std::string_view> allowed) {
+  auto node = find(key);
+  return node ? node->as_choice(allowed) : fallback;
+}
+
+std::string JsonObject::choice_or(std::string_view key, std::string fallback,
+                                  const std::vector<std::string>& allowed) {
   auto node = find(key);
   return node ? node->as_choice(allowed) : fallback;
 }

@@ -49,6 +49,8 @@ class JsonNode {
   std::string as_string() const;
   // A string that must be one of `allowed`.
   std::string as_choice(std::initializer_list<std::string_view> allowed) const;
+  // The same over names known at run time (a registry's).
+  std::string as_choice(const std::vector<std::string>& allowed) const;
   std::vector<JsonNode> as_array() const;
 
   // The value printed compactly (long values are shortened) for messages.
@@ -90,6 +92,8 @@ class JsonObject {
   std::string choice(std::string_view key, std::initializer_list<std::string_view> allowed);
   std::string choice_or(std::string_view key, std::string fallback,
                         std::initializer_list<std::string_view> allowed);
+  std::string choice_or(std::string_view key, std::string fallback,
+                        const std::vector<std::string>& allowed);
 
   // Rejects members that were never read; the message lists the keys this object allows.
   void finish() const;

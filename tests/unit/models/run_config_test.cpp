@@ -10,6 +10,7 @@
 #include "models/report_json.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/network/model/network_model.hpp"
 #include "test_models.hpp"
 
 using Catch::Matchers::Contains;
@@ -80,6 +81,18 @@ TEST_CASE("errors name the file a value came from", "[models][config]") {
   CHECK_THROWS_WITH(run_config_from_json(doc, kExample),
                     Contains("model") && Contains("file not found"));
   CHECK_THROWS_AS(load_run_config(kExample, {"num_gpus=12"}), InputError);
+}
+
+TEST_CASE("simulation.network takes the network models of the registry", "[models][config]") {
+  // The valid values an error lists are the registry's names (network_model_names), and each
+  // of them parses.
+  std::string listed;
+  for (const auto& name : network_model_names()) {
+    listed += (listed.empty() ? "" : ", ") + name;
+    CHECK(load_run_config(kExample, {"simulation.network=" + name}).simulation.network == name);
+  }
+  CHECK_THROWS_WITH(load_run_config(kExample, {"simulation.network=fluid"}),
+                    Contains("simulation.network") && Contains("must be one of: " + listed));
 }
 
 TEST_CASE("a Hugging Face config.json serves as the model", "[models][config]") {
