@@ -12,9 +12,10 @@
 // the four children of a node share a cache line) and holds 16-byte keys (time; lateness,
 // sequence and slot packed in one word); callbacks wait in a slot table reused through a free
 // list, so sifting moves no std::function. At most 2^24 events wait at once and 2^39 are
-// scheduled over an engine's life; beyond either, scheduling throws std::length_error. Which events have run or been cancelled is one bit per event id (ids are
-// sequence numbers), not a hash set. (Profiled on a 1,024-rank replay: the hash sets were 5%
-// of the run and the heap of whole events 20%.)
+// scheduled over an engine's life; beyond either, scheduling throws std::length_error. Which events
+// have run or been cancelled is one bit per event id (ids are sequence numbers), not a hash set.
+// (Profiled on a 1,024-rank replay: the hash sets were 5% of the run and the heap of whole events
+// 20%.)
 //
 // Invariants, checked on every event (a compare each): time never goes backwards — an event
 // popped earlier than now() throws std::logic_error, since it means the queue is corrupt — and

@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "class_runs.hpp"
 #include "reference_max_min_solver.hpp"
 #include "sim/core/engine.hpp"
 #include "sim/network/flow/flow_network.hpp"
@@ -162,15 +163,10 @@ TEST_CASE("classes in a large component end when their members started one by on
   // component whose settles start locally and fall back to whole solves where a class splits.
   // Run with each group as a class and as single flows: every member ends at the same time up
   // to the batching tolerance plus rounding.
-  struct Group {
-    std::vector<Path> routes;
-    double bytes;
-    Time at;
-  };
   std::mt19937_64 random(11);
-  std::vector<Group> groups;
+  std::vector<wallsim::test::Group> groups;
   for (int g = 0; g < 400; ++g) {
-    Group group;
+    wallsim::test::Group group;
     const int members = 1 + int(random() % 4);
     const bool mirrored = random() % 2 == 0;
     const auto base = std::uint32_t(random() % 10);
@@ -187,37 +183,9 @@ TEST_CASE("classes in a large component end when their members started one by on
     group.at = Time::from_ns(double(random() % 2'000'000));
     groups.push_back(group);
   }
-  auto run = [&](bool as_classes) {
-    Engine engine;
-    FlowNetwork network(engine, std::vector<double>(40, 25e9));
-    std::vector<std::vector<double>> ends(groups.size());
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      engine.schedule_at(groups[g].at, [&, g] {
-        const Group& group = groups[g];
-        auto record = [&, g](std::size_t n) {
-          for (std::size_t i = 0; i < n; ++i) ends[g].push_back(engine.now().seconds());
-        };
-        if (as_classes) {
-          Path links;
-          std::vector<std::uint32_t> begin{0};
-          for (const Path& route : group.routes) {
-            links.insert(links.end(), route.begin(), route.end());
-            begin.push_back(std::uint32_t(links.size()));
-          }
-          network.start_group(links, begin, group.bytes, record);
-        } else {
-          for (const Path& route : group.routes) {
-            network.start(route, group.bytes, [record] { record(1); });
-          }
-        }
-      });
-    }
-    engine.run();
-    for (auto& times : ends) std::sort(times.begin(), times.end());
-    return std::make_pair(ends, network.classes_split());
-  };
-  const auto [with_classes, splits] = run(true);
-  const auto [singles, none] = run(false);
+  const std::vector<double> capacity(40, 25e9);
+  const auto [with_classes, splits] = wallsim::test::run_groups(groups, capacity, true);
+  const auto [singles, none] = wallsim::test::run_groups(groups, capacity, false);
   CHECK(splits > 0);
   CHECK(none == 0);
   for (std::size_t g = 0; g < groups.size(); ++g) {

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "class_runs.hpp"
 #include "sim/core/engine.hpp"
 #include "sim/network/flow/flow_network.hpp"
 
@@ -14,22 +15,8 @@ using wallsim::Engine;
 using wallsim::FlowNetwork;
 using wallsim::Time;
 
-namespace {
-
-using Path = std::vector<std::uint32_t>;
-
-// The concatenated routes and member offsets of a class.
-std::pair<Path, std::vector<std::uint32_t>> class_routes(const std::vector<Path>& routes) {
-  Path links;
-  std::vector<std::uint32_t> begin{0};
-  for (const Path& route : routes) {
-    links.insert(links.end(), route.begin(), route.end());
-    begin.push_back(static_cast<std::uint32_t>(links.size()));
-  }
-  return {links, begin};
-}
-
-}  // namespace
+using wallsim::test::class_routes;
+using wallsim::test::Path;
 
 TEST_CASE("a component of the same shapes again takes the kept solution", "[flow]") {
   // Link 0 (30 GB/s) carries class A (members on links 0-1 and 0-2) and class B (one member on
