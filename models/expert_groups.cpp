@@ -68,8 +68,8 @@ ExpertGroups deepspeed_groups(const Layout& layout) {
 }  // namespace
 
 ExpertGroups expert_groups(const Layout& layout) {
-  return layout.expert.group_style == "deepspeed" ? deepspeed_groups(layout)
-                                                  : megatron_groups(layout);
+  return layout.expert.group_style == EpGroupStyle::kDeepSpeed ? deepspeed_groups(layout)
+                                                               : megatron_groups(layout);
 }
 
 }  // namespace wallsim::models

@@ -73,7 +73,9 @@ Sizes uneven_sizes(const PlacementRequest& r, const std::string& where, std::str
                              : s == r.pp - 1 && last >= 0 ? "parallel.last_stage_layers"
                                                           : "parallel.pp";
     const std::int64_t chunk = per_chunk(stage[static_cast<std::size_t>(s)], r, where, path);
-    for (std::int64_t c = 0; c < r.vpp; ++c) sizes[static_cast<std::size_t>(c * r.pp + s)] = chunk;
+    for (std::int64_t c = 0; c < r.vpp; ++c) {
+      sizes[static_cast<std::size_t>(r.virtual_stages.of(s, c))] = chunk;
+    }
   }
   note = "uneven pipeline split from parallel.first_stage_layers / last_stage_layers";
   return sizes;
@@ -95,11 +97,11 @@ LayerPlacement place_layers(const PlacementRequest& request, const std::string& 
   placement.stages.resize(static_cast<std::size_t>(request.pp));
   std::int64_t next_layer = 0;
   for (std::size_t v = 0; v < sizes.size(); ++v) {
-    const auto stage = static_cast<std::int64_t>(v) % request.pp;
-    const auto chunk = static_cast<std::int64_t>(v) / request.pp;
-    auto& entry = placement.stages[static_cast<std::size_t>(stage)];
-    entry.stage = stage;
-    entry.chunks.push_back({chunk, next_layer, sizes[v]});
+    const StageChunk place = request.virtual_stages.place(static_cast<std::int64_t>(v));
+    auto& entry = placement.stages[static_cast<std::size_t>(place.stage)];
+    entry.stage = place.stage;
+    entry.chunks.resize(static_cast<std::size_t>(request.vpp));
+    entry.chunks[static_cast<std::size_t>(place.chunk)] = {place.chunk, next_layer, sizes[v]};
     next_layer += sizes[v];
     if (sizes[v] != sizes.front()) placement.uneven = true;
   }

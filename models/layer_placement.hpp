@@ -1,7 +1,8 @@
 // Which transformer layers each pipeline stage (and each of its virtual chunks) holds.
 //
-// Megatron numbers virtual pipeline stages chunk-major: virtual stage c·pp + s is chunk c of
-// stage s, and layers fill virtual stages in that order. With `first_stage_layers` /
+// Layers fill the virtual pipeline stages (the chain of model chunks) in order; which chunk of
+// which stage each virtual stage is comes from the pipeline schedule (Megatron numbers them
+// chunk-major: virtual stage c·pp + s is chunk c of stage s). With `first_stage_layers` /
 // `last_stage_layers` (Megatron's --decoder-first/last-pipeline-num-layers) those stages hold
 // the given counts and the other stages share the rest equally, which must divide; every count
 // must divide by vpp. Without them, layers that do not divide by pp·vpp are spread as evenly as
@@ -13,6 +14,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "models/pipeline_schedule.hpp"
 
 namespace wallsim::models {
 
@@ -40,6 +43,7 @@ struct PlacementRequest {
   std::int64_t vpp = 1;
   std::optional<std::int64_t> first_stage_layers;
   std::optional<std::int64_t> last_stage_layers;
+  VirtualStages virtual_stages;  // pp·vpp entries
 };
 
 // Throws InputError (file `where`, path parallel.first_stage_layers / last_stage_layers /

@@ -60,19 +60,12 @@ void check_sequence(const TrainingSpec& t, const ParallelSizes& sizes, bool sequ
   }
 }
 
-CpCommType cp_comm_type(const std::string& name) {
-  if (name == "all_gather") return CpCommType::kAllGather;
-  if (name == "a2a") return CpCommType::kA2a;
-  if (name == "a2a+p2p") return CpCommType::kA2aP2p;
-  return CpCommType::kP2p;
-}
-
 // Transformer Engine's CP attention (mechanics.md §3.2): fused attention only; Ulysses needs the
 // local heads and KV heads (already ÷ tp) divisible by the all-to-all size.
 CpLayout check_context(const ModelSpec& m, const ParallelSpec& p, const TrainingSpec& t,
                        const std::string& where) {
   CpLayout cp;
-  cp.type = cp_comm_type(p.cp_comm_type);
+  cp.type = p.cp_comm_type;
   cp.load_balance = p.cp_load_balance;
   cp.p2p = p.cp;
   if (cp.type == CpCommType::kA2a) {
@@ -129,7 +122,7 @@ ExpertLayout check_experts(const ModelSpec& m, const ParallelSpec& p, std::int64
           "must divide the expert ffn_hidden (" + str(m.moe->ffn_hidden) + ")");
   require(p.ep == 1 || p.tp == 1 || sequence_parallel, where, "parallel.ep", p.ep,
           "expert parallelism with tp > 1 needs sequence_parallel (as Megatron requires)");
-  if (p.ep_group_style == "deepspeed") {
+  if (p.ep_group_style == EpGroupStyle::kDeepSpeed) {
     require(p.etp == 1 || p.etp == p.tp, where, "parallel.etp", p.etp,
             "with ep_group_style \"deepspeed\" expert tensor parallelism is off (1) or tp");
     require((num_gpus / p.pp / p.etp) % p.ep == 0, where, "parallel.ep", p.ep,
@@ -139,31 +132,22 @@ ExpertLayout check_experts(const ModelSpec& m, const ParallelSpec& p, std::int64
   return e;
 }
 
-bool check_schedule(const ParallelSpec& p, const TrainingSpec& t, const std::string& where) {
+// The schedule training.schedule names, or Megatron's choice (vpp > 1 interleaves).
+const PipelineSchedule& choose_schedule(const ParallelSpec& p, const TrainingSpec& t,
+                                        const std::string& where) {
   require(p.vpp == 1 || p.pp > 1, where, "parallel.vpp", p.vpp,
           "virtual pipeline chunks need pp > 1");
-  if (t.schedule == "interleaved") {
-    require(p.vpp > 1, where, "parallel.vpp", p.vpp,
-            "training.schedule = \"interleaved\" needs vpp > 1");
+  const PipelineSchedule* schedule =
+      t.schedule ? t.schedule : find_pipeline_schedule(p.vpp > 1 ? "interleaved" : "1f1b");
+  if (schedule->splits_weight_gradients) {
+    throw InputError(where, "training.schedule", schedule->name,
+                     "schedules with separate weight-gradient (W) passes are not emitted by the "
+                     "step builder");
   }
-  return p.vpp > 1;
+  return *schedule;
 }
 
 }  // namespace
-
-const char* to_string(CpCommType type) {
-  switch (type) {
-    case CpCommType::kP2p:
-      return "p2p";
-    case CpCommType::kAllGather:
-      return "all_gather";
-    case CpCommType::kA2a:
-      return "a2a";
-    case CpCommType::kA2aP2p:
-      return "a2a+p2p";
-  }
-  return "p2p";
-}
 
 Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
                    const TrainingSpec& training, std::int64_t num_gpus, const std::string& where) {
@@ -182,15 +166,24 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
   layout.expert = check_experts(model, parallel, num_gpus, layout.sequence_parallel, where);
   // Combined forward/backward pairs need the extra warm-up micro-batch interleaving gives: with
   // plain 1F1B each pair would wait for the neighbouring stage's pair.
-  if (model.moe && training.overlap.ep_comm && parallel.pp > 1 && parallel.vpp == 1) {
+  const PipelineSchedule& schedule = choose_schedule(parallel, training, where);
+  layout.schedule = &schedule;
+  if (model.moe && training.overlap.ep_comm && parallel.pp > 1 &&
+      !schedule.pairs_backward_with_forward) {
     throw InputError(where, "training.overlap.ep_comm", "true",
-                     "the EP all-to-all overlap needs pp = 1 or an interleaved schedule (vpp > 1)");
+                     "the EP all-to-all overlap needs pp = 1 or a schedule with a spare warm-up "
+                     "forward, such as \"interleaved\" (vpp > 1); training.schedule is \"" +
+                         schedule.name + "\"");
   }
-  layout.interleaved = check_schedule(parallel, training, where);
   layout.num_microbatches = training.global_batch / (training.micro_batch * layout.sizes.dp);
-  layout.placement = place_layers({model.layers, parallel.pp, parallel.vpp,
-                                   parallel.first_stage_layers, parallel.last_stage_layers},
-                                  where);
+  if (const std::string why = schedule.rejects(layout.pipeline_shape()); !why.empty()) {
+    throw InputError(where, "training.schedule", schedule.name, why);
+  }
+  layout.virtual_stages = VirtualStages(schedule, layout.pipeline_shape());
+  layout.placement =
+      place_layers({model.layers, parallel.pp, parallel.vpp, parallel.first_stage_layers,
+                    parallel.last_stage_layers, layout.virtual_stages},
+                   where);
   if (!layout.placement.note.empty()) layout.notes.push_back(layout.placement.note);
   return layout;
 }

@@ -23,12 +23,6 @@
 
 namespace wallsim::models {
 
-// How attention is split over the CP group (mechanics.md §3.2): a ring of p2p KV exchanges, an
-// all-gather of KV, Ulysses all-to-alls, or all-to-alls inside groups of `a2a` ranks with a ring
-// over the `p2p` groups (a2a·p2p = cp; p2p alone: a2a = 1, p2p = cp; a2a alone: a2a = cp).
-enum class CpCommType { kP2p, kAllGather, kA2a, kA2aP2p };
-const char* to_string(CpCommType type);
-
 struct CpLayout {
   CpCommType type = CpCommType::kP2p;
   std::int64_t a2a = 1;      // ranks in one all-to-all group
@@ -43,24 +37,30 @@ struct ExpertLayout {
   std::int64_t ep = 1;   // expert parallelism
   std::int64_t edp = 1;  // expert data parallelism = world / (etp·ep·pp)
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
-  std::string group_style = "megatron";  // megatron | deepspeed
+  EpGroupStyle group_style = EpGroupStyle::kMegatron;
 };
 
 struct Layout {
   ParallelSizes sizes;  // ep = 1 on the dense grid
   AxisOrder order{};
   std::int64_t vpp = 1;
-  bool sequence_parallel = false;     // effective value
-  CpLayout cp;                        // meaningful when sizes.cp > 1
-  ExpertLayout expert;                // MoE models; etp = ep = 1, edp = dp·cp otherwise
-  bool interleaved = false;           // interleaved 1F1B (vpp > 1)
-  std::int64_t num_microbatches = 1;  // m = global_batch / (micro_batch·dp)
+  bool sequence_parallel = false;              // effective value
+  CpLayout cp;                                 // meaningful when sizes.cp > 1
+  ExpertLayout expert;                         // MoE models; etp = ep = 1, edp = dp·cp otherwise
+  const PipelineSchedule* schedule = nullptr;  // training.schedule, or Megatron's choice by vpp
+  VirtualStages virtual_stages;                // where the schedule puts each (stage, chunk)
+  std::int64_t num_microbatches = 1;           // m = global_batch / (micro_batch·dp)
   LayerPlacement placement;
   std::vector<std::string> notes;  // what was adjusted, for the user
 
   RankLayout ranks() const { return RankLayout(sizes, order); }
   // The group the distributed optimizer shards over: DP×CP (mechanics.md §6.2).
   std::int64_t dp_cp() const { return sizes.dp * sizes.cp; }
+  PipelineShape pipeline_shape() const { return {sizes.pp, vpp, num_microbatches}; }
+  // The stage (and its chunk) holding the first virtual stage, with the embedding.
+  StageChunk embedding_chunk() const { return virtual_stages.place(0); }
+  // The stage (and its chunk) holding the last virtual stage: output layer, loss and MTP.
+  StageChunk output_chunk() const { return virtual_stages.place(virtual_stages.count() - 1); }
 };
 
 // `where` names the run config file in errors.

@@ -14,7 +14,11 @@ double d(std::int64_t value) {
 }
 
 bool is_last(const Layout& layout, std::int64_t stage) {
-  return stage == layout.sizes.pp - 1;
+  return stage == layout.output_chunk().stage;
+}
+
+bool is_first(const Layout& layout, std::int64_t stage) {
+  return stage == layout.embedding_chunk().stage;
 }
 
 bool holds_output_weights(const ModelSpec& model, const Layout& layout, std::int64_t stage) {
@@ -65,9 +69,13 @@ std::vector<double> chunk_bytes(const ModelSpec& model, const Layout& layout,
     const std::int64_t moe = moe_layers_in(model, chunk.first_layer, chunk.count);
     bytes.push_back(d(chunk.count - moe) * per_layer.dense + d(moe) * per_layer.moe);
   }
-  if (stage == 0) bytes.front() += embedding_activation_bytes(model, setting);
+  if (is_first(layout, stage)) {
+    bytes[static_cast<std::size_t>(layout.embedding_chunk().chunk)] +=
+        embedding_activation_bytes(model, setting);
+  }
   if (is_last(layout, stage)) {
-    bytes.back() += output_activation_bytes(model, setting) + mtp_activation_bytes(model, setting);
+    bytes[static_cast<std::size_t>(layout.output_chunk().chunk)] +=
+        output_activation_bytes(model, setting) + mtp_activation_bytes(model, setting);
   }
   return bytes;
 }
@@ -97,10 +105,12 @@ ActivationSetting stage_setting(const Layout& layout, const TrainingSpec& traini
 StageActivations stage_activations(const ModelSpec& model, const Layout& layout,
                                    const TrainingSpec& training, std::int64_t stage) {
   const ActivationSetting setting = stage_setting(layout, training);
-  const auto schedule = stage_schedule(layout.sizes.pp, layout.vpp, layout.num_microbatches, stage);
+  const PipelineSchedule& schedule = *layout.schedule;
+  const auto order = schedule.order(layout.pipeline_shape(), stage);
   StageActivations result;
-  result.bytes = peak_in_flight_bytes(schedule, chunk_bytes(model, layout, setting, stage));
-  result.in_flight = peak_in_flight_chunks(schedule);
+  result.bytes = peak_in_flight_bytes(order, chunk_bytes(model, layout, setting, stage),
+                                      schedule.splits_weight_gradients);
+  result.in_flight = peak_in_flight_chunks(order, schedule.splits_weight_gradients);
   if (training.recompute == Recompute::full) {
     result.bytes += recompute_transient_bytes(model, layout, setting, stage);
   }
@@ -117,7 +127,7 @@ StageMemory stage_memory(const ModelSpec& model, const Layout& layout, const Tra
   StageMemory m;
   m.stage = stage;
   m.layers = layout.placement.stages[static_cast<std::size_t>(stage)];
-  m.embedding = stage == 0;
+  m.embedding = is_first(layout, stage);
   m.output_layer = is_last(layout, stage);
   const StageParameters parameters = stage_parameters(model, layout, stage);
   m.parameters = parameters.total();
@@ -204,7 +214,7 @@ StageParameters stage_parameters(const ModelSpec& model, const Layout& layout, s
   p.tp_sharded = tp_sharded / tp;
   p.replicated = replicated;
   p.expert_sharded = experts / d(layout.expert.etp * layout.expert.ep);
-  if (stage == 0) p.tp_sharded += embedding / tp;
+  if (is_first(layout, stage)) p.tp_sharded += embedding / tp;
   if (holds_output_weights(model, layout, stage)) p.tp_sharded += embedding / tp;
   if (is_last(layout, stage)) p.replicated += norm_params_per_element(model.norm) * d(model.hidden);
   return p;

@@ -24,20 +24,28 @@ void read_pipeline(JsonObject& object, ParallelSpec& spec) {
   if (auto node = object.find("last_stage_layers")) spec.last_stage_layers = node->as_integer(0);
 }
 
+// One of the four spellings choice_or allowed.
+CpCommType parse_cp_comm_type(const std::string& name) {
+  if (name == "all_gather") return CpCommType::kAllGather;
+  if (name == "a2a") return CpCommType::kA2a;
+  if (name == "a2a+p2p") return CpCommType::kA2aP2p;
+  return CpCommType::kP2p;
+}
+
 // Context parallelism: the exchange (mechanics.md §3.2) and, for a2a+p2p, the inner all-to-all
 // and outer ring sizes (Megatron's --hierarchical-context-parallel-sizes).
 void read_context(JsonObject& object, ParallelSpec& spec) {
   spec.cp = object.integer_or("cp", 1, 1);
-  spec.cp_comm_type =
-      object.choice_or("cp_comm_type", "p2p", {"p2p", "all_gather", "a2a", "a2a+p2p"});
+  spec.cp_comm_type = parse_cp_comm_type(
+      object.choice_or("cp_comm_type", "p2p", {"p2p", "all_gather", "a2a", "a2a+p2p"}));
   if (auto node = object.find("hierarchical_cp")) {
-    if (spec.cp_comm_type != "a2a+p2p") {
+    if (spec.cp_comm_type != CpCommType::kA2aP2p) {
       node->fail("only used with cp_comm_type \"a2a+p2p\"");
     }
     const std::vector<JsonNode> sizes = node->as_array();
     if (sizes.size() != 2) node->fail("must be [a2a_size, p2p_size]");
     spec.hierarchical_cp = {sizes[0].as_integer(1), sizes[1].as_integer(1)};
-  } else if (spec.cp_comm_type == "a2a+p2p") {
+  } else if (spec.cp_comm_type == CpCommType::kA2aP2p) {
     object.at("cp_comm_type")
         .fail("\"a2a+p2p\" needs parallel.hierarchical_cp = [a2a_size, p2p_size]");
   }
@@ -50,10 +58,31 @@ void read_expert(JsonObject& object, ParallelSpec& spec) {
   spec.etp = object.integer_or("etp", 1, 1);
   spec.moe_dispatcher = *parse_moe_dispatcher(
       object.choice_or("moe_dispatcher", "alltoall", {"alltoall", "allgather", "flex"}));
-  spec.ep_group_style = object.choice_or("ep_group_style", "megatron", {"megatron", "deepspeed"});
+  spec.ep_group_style =
+      object.choice_or("ep_group_style", "megatron", {"megatron", "deepspeed"}) == "deepspeed"
+          ? EpGroupStyle::kDeepSpeed
+          : EpGroupStyle::kMegatron;
 }
 
 }  // namespace
+
+const char* to_string(CpCommType type) {
+  switch (type) {
+    case CpCommType::kP2p:
+      return "p2p";
+    case CpCommType::kAllGather:
+      return "all_gather";
+    case CpCommType::kA2a:
+      return "a2a";
+    case CpCommType::kA2aP2p:
+      return "a2a+p2p";
+  }
+  return "p2p";
+}
+
+const char* to_string(EpGroupStyle style) {
+  return style == EpGroupStyle::kDeepSpeed ? "deepspeed" : "megatron";
+}
 
 const char* to_string(MoeDispatcher dispatcher) {
   switch (dispatcher) {

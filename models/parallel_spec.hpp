@@ -31,6 +31,16 @@ const char* to_string(MoeDispatcher dispatcher);  // "alltoall", "allgather", "f
 // The inverse of to_string; nullopt for any other spelling.
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name);
 
+// The CP attention exchange (docs/reference/mechanics.md §3.2): the p2p ring of KV blocks, one
+// all-gather of KV, Ulysses all-to-alls, or all-to-alls inside groups of `a2a` ranks with a ring
+// over the `p2p` groups (a2a·p2p = cp; p2p alone: a2a = 1, p2p = cp; a2a alone: a2a = cp).
+enum class CpCommType { kP2p, kAllGather, kA2a, kA2aP2p };
+const char* to_string(CpCommType type);  // "p2p", "all_gather", "a2a", "a2a+p2p"
+
+// How expert-parallel groups are laid over the ranks (models/expert_groups.hpp).
+enum class EpGroupStyle { kMegatron, kDeepSpeed };
+const char* to_string(EpGroupStyle style);  // "megatron", "deepspeed"
+
 // Axes listed from the smallest stride to the largest (Megatron's `order`).
 using AxisOrder = std::array<Axis, 5>;
 
@@ -38,7 +48,7 @@ struct ParallelSpec {
   std::int64_t tp = 1;
   bool sequence_parallel = false;  // as requested; the effective value lives in Layout
   std::int64_t cp = 1;
-  std::string cp_comm_type = "p2p";  // p2p | all_gather | a2a | a2a+p2p
+  CpCommType cp_comm_type = CpCommType::kP2p;
   // a2a+p2p only: {a2a_size, p2p_size}, multiplying to cp.
   std::optional<std::array<std::int64_t, 2>> hierarchical_cp;
   bool cp_load_balance = true;
@@ -49,7 +59,7 @@ struct ParallelSpec {
   std::int64_t ep = 1;
   std::int64_t etp = 1;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
-  std::string ep_group_style = "megatron";
+  EpGroupStyle ep_group_style = EpGroupStyle::kMegatron;
   AxisOrder order{Axis::tp, Axis::cp, Axis::ep, Axis::dp, Axis::pp};
   std::optional<std::int64_t> dp;  // only when the config states it
 };

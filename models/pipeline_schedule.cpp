@@ -1,70 +1,121 @@
 #include "models/pipeline_schedule.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+
+#include "models/schedules/builtin_schedules.hpp"
 
 namespace wallsim::models {
 namespace {
 
-using Order = std::vector<ScheduleStep>;
-
-// Megatron's get_schedule_table with groups of `group` micro-batches.
-Order schedule_table(std::int64_t microbatches, std::int64_t vpp, std::int64_t group) {
-  Order table;
-  for (std::int64_t start = 0; start < microbatches; start += group) {
-    const std::int64_t end = std::min(start + group, microbatches);
-    for (std::int64_t chunk = 0; chunk < vpp; ++chunk) {
-      for (std::int64_t mb = start; mb < end; ++mb) table.push_back({true, mb, chunk});
-    }
-  }
-  return table;
+std::deque<PipelineSchedule>& registry() {
+  static std::deque<PipelineSchedule> schedules{one_f_one_b_schedule(),
+                                                interleaved_1f1b_schedule()};
+  return schedules;
 }
 
-Order interleave(const Order& forwards, const Order& backwards, std::size_t warmup) {
-  Order steps(forwards.begin(), forwards.begin() + static_cast<long>(warmup));
-  std::size_t next_backward = 0;
-  for (std::size_t f = warmup; f < forwards.size(); ++f) {
-    steps.push_back(forwards[f]);
-    steps.push_back(backwards[next_backward++]);
-  }
-  while (next_backward < backwards.size()) steps.push_back(backwards[next_backward++]);
-  return steps;
+bool releases(const ScheduleItem& item, bool splits_weight_gradients) {
+  return item.pass == (splits_weight_gradients ? Pass::kWeight : Pass::kBackward);
 }
 
 }  // namespace
 
-std::vector<ScheduleStep> stage_schedule(std::int64_t pp, std::int64_t vpp,
-                                         std::int64_t microbatches, std::int64_t stage) {
-  const Order forwards = schedule_table(microbatches, vpp, vpp > 1 ? pp : microbatches);
-  Order backwards = forwards;
-  for (auto& step : backwards) {
-    step.forward = false;
-    step.chunk = vpp - 1 - step.chunk;
-  }
-  const auto total = static_cast<std::int64_t>(forwards.size());
-  std::int64_t warmup = pp - stage - 1;
-  if (vpp > 1) {
-    warmup = microbatches == pp ? total : 2 * (pp - stage - 1) + (vpp - 1) * pp;
-  }
-  return interleave(forwards, backwards, static_cast<std::size_t>(std::min(warmup, total)));
+const std::deque<PipelineSchedule>& pipeline_schedules() {
+  return registry();
 }
 
-double peak_in_flight_bytes(const std::vector<ScheduleStep>& schedule,
-                            const std::vector<double>& chunk_bytes) {
+std::vector<std::string> pipeline_schedule_names() {
+  std::vector<std::string> names;
+  for (const auto& schedule : registry()) names.push_back(schedule.name);
+  return names;
+}
+
+const PipelineSchedule* find_pipeline_schedule(std::string_view name) {
+  for (const auto& schedule : registry()) {
+    if (schedule.name == name) return &schedule;
+  }
+  return nullptr;
+}
+
+const PipelineSchedule& register_pipeline_schedule(PipelineSchedule schedule) {
+  if (schedule.name.empty() || find_pipeline_schedule(schedule.name) != nullptr) {
+    throw std::invalid_argument("pipeline schedule name \"" + schedule.name +
+                                "\" is empty or already registered");
+  }
+  if (!schedule.rejects || !schedule.order) {
+    throw std::invalid_argument("pipeline schedule \"" + schedule.name +
+                                "\" needs its rejects and order functions");
+  }
+  if (!schedule.virtual_stage) schedule.virtual_stage = chunk_major_virtual_stage;
+  registry().push_back(std::move(schedule));
+  return registry().back();
+}
+
+std::int64_t chunk_major_virtual_stage(const PipelineShape& shape, std::int64_t stage,
+                                       std::int64_t chunk) {
+  return chunk * shape.pp + stage;
+}
+
+VirtualStages::VirtualStages(const PipelineSchedule& schedule, const PipelineShape& shape)
+    : vpp_(shape.vpp),
+      of_(static_cast<std::size_t>(shape.pp * shape.vpp), -1),
+      place_(static_cast<std::size_t>(shape.pp * shape.vpp), StageChunk{-1, -1}) {
+  for (std::int64_t stage = 0; stage < shape.pp; ++stage) {
+    for (std::int64_t chunk = 0; chunk < shape.vpp; ++chunk) {
+      const std::int64_t v = schedule.virtual_stage(shape, stage, chunk);
+      if (v < 0 || v >= count() || place_[static_cast<std::size_t>(v)].stage >= 0) {
+        throw std::logic_error("pipeline schedule \"" + schedule.name +
+                               "\": its virtual stages are not a placement of pp·vpp chunks");
+      }
+      of_[static_cast<std::size_t>(stage * vpp_ + chunk)] = v;
+      place_[static_cast<std::size_t>(v)] = {stage, chunk};
+    }
+  }
+}
+
+std::int64_t VirtualStages::of(std::int64_t stage, std::int64_t chunk) const {
+  return of_.at(static_cast<std::size_t>(stage * vpp_ + chunk));
+}
+
+StageChunk VirtualStages::place(std::int64_t virtual_stage) const {
+  return place_.at(static_cast<std::size_t>(virtual_stage));
+}
+
+std::vector<ScheduleItem> warmup_then_pairs(const std::vector<ScheduleItem>& forwards,
+                                            const std::vector<ScheduleItem>& backwards,
+                                            std::int64_t warmup) {
+  const auto count = static_cast<std::size_t>(
+      std::clamp<std::int64_t>(warmup, 0, static_cast<std::int64_t>(forwards.size())));
+  std::vector<ScheduleItem> items(forwards.begin(), forwards.begin() + static_cast<long>(count));
+  std::size_t next_backward = 0;
+  for (std::size_t f = count; f < forwards.size(); ++f) {
+    items.push_back(forwards[f]);
+    items.push_back(backwards[next_backward++]);
+  }
+  while (next_backward < backwards.size()) items.push_back(backwards[next_backward++]);
+  return items;
+}
+
+double peak_in_flight_bytes(const std::vector<ScheduleItem>& order,
+                            const std::vector<double>& chunk_bytes, bool splits_weight_gradients) {
   double held = 0;
   double peak = 0;
-  for (const auto& step : schedule) {
-    const double bytes = chunk_bytes[static_cast<std::size_t>(step.chunk)];
-    held += step.forward ? bytes : -bytes;
+  for (const auto& item : order) {
+    const double bytes = chunk_bytes[static_cast<std::size_t>(item.chunk)];
+    if (item.forward()) held += bytes;
+    if (releases(item, splits_weight_gradients)) held -= bytes;
     peak = std::max(peak, held);
   }
   return peak;
 }
 
-std::int64_t peak_in_flight_chunks(const std::vector<ScheduleStep>& schedule) {
+std::int64_t peak_in_flight_chunks(const std::vector<ScheduleItem>& order,
+                                   bool splits_weight_gradients) {
   std::int64_t held = 0;
   std::int64_t peak = 0;
-  for (const auto& step : schedule) {
-    held += step.forward ? 1 : -1;
+  for (const auto& item : order) {
+    if (item.forward()) ++held;
+    if (releases(item, splits_weight_gradients)) --held;
     peak = std::max(peak, held);
   }
   return peak;

@@ -1,34 +1,124 @@
-// The order in which one pipeline stage runs forward and backward passes, as Megatron-LM's
-// schedules.py issues them, and the activation bytes that order keeps alive.
+// Pipeline schedules as data: for each stage, the ordered list of passes it runs — forward F,
+// backward B and (for schedules that split the backward) weight-gradient W, each for one
+// micro-batch and one model chunk — and where each chunk sits in the chain of virtual stages.
 //
-//  * 1F1B (PipeDream-flush): warm-up of min(pp − stage − 1, m) forwards, then one forward /
-//    one backward pairs, then the remaining backwards; stage s holds at most min(pp − s, m)
-//    micro-batches (Narayanan et al. 2021 §2.2).
-//  * Interleaved 1F1B (vpp > 1): forwards follow Megatron's schedule table (groups of
-//    pp micro-batches, chunk-major within a group); backwards the same with the chunk order
-//    reversed; warm-up 2·(pp − stage − 1) + (vpp − 1)·pp forwards, or everything when m = pp
-//    (schedules.py, microbatch_group_size_per_vp_stage = pp).
+// A schedule is a registry entry selected by `training.schedule`. The step builder emits ops
+// from the list (models/step/pipeline_ops.hpp) and the memory report replays it for the
+// activations it keeps alive, so a new schedule is a new entry: its order, its placement of
+// virtual stages, and the shapes it accepts. The built-in entries (models/schedules/):
+//
+//  * "1f1b" (PipeDream-flush, one chunk per stage): warm-up of min(pp − stage − 1, m) forwards,
+//    then one forward / one backward pairs, then the remaining backwards; stage s holds at most
+//    min(pp − s, m) micro-batches (Narayanan et al. 2021 §2.2).
+//  * "interleaved" (interleaved 1F1B, vpp > 1 chunks per stage): forwards follow Megatron-LM's
+//    schedule table (groups of pp micro-batches, chunk-major within a group); backwards the same
+//    with the chunk order reversed; warm-up 2·(pp − stage − 1) + (vpp − 1)·pp forwards, or
+//    everything when m = pp (Megatron-LM schedules.py, microbatch_group_size_per_vp_stage = pp).
+//
+// Both fuse W into B: their backward computes input and weight gradients together, and their
+// virtual stage of chunk c on stage s is c·pp + s (Megatron's chunk-major numbering).
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace wallsim::models {
 
-struct ScheduleStep {
-  bool forward = true;
+enum class Pass : std::uint8_t {
+  kForward,   // F
+  kBackward,  // B: input gradients (and weight gradients where the schedule fuses W into B)
+  kWeight,    // W: weight gradients, in schedules that split them from B
+};
+
+struct ScheduleItem {
+  Pass pass = Pass::kForward;
   std::int64_t microbatch = 0;
+  std::int64_t chunk = 0;
+  bool forward() const { return pass == Pass::kForward; }
+};
+
+struct PipelineShape {
+  std::int64_t pp = 1;
+  std::int64_t vpp = 1;  // model chunks per stage
+  std::int64_t microbatches = 1;
+};
+
+struct PipelineSchedule {
+  std::string name;     // the `training.schedule` value
+  std::string summary;  // one line for help texts and errors
+  // Why the schedule cannot run `shape` (naming the config key at fault), or "" when it can.
+  std::function<std::string(const PipelineShape&)> rejects;
+  // The passes of `stage`, in issue order.
+  std::function<std::vector<ScheduleItem>(const PipelineShape&, std::int64_t stage)> order;
+  // The virtual stage (0 … pp·vpp − 1, the position in the model's chain of layers) that chunk
+  // `chunk` of `stage` holds. Must be a bijection.
+  std::function<std::int64_t(const PipelineShape&, std::int64_t stage, std::int64_t chunk)>
+      virtual_stage;
+  // The order has W items (otherwise each B includes its weight gradients).
+  bool splits_weight_gradients = false;
+  // A backward followed by a forward of another micro-batch may run as one combined pair (the
+  // EP all-to-all overlap) without waiting for the neighbouring stage's pair: the schedule has
+  // a spare warm-up forward for it.
+  bool pairs_backward_with_forward = false;
+};
+
+// Registered schedules, built-in ones first. References stay valid while the program runs.
+const std::deque<PipelineSchedule>& pipeline_schedules();
+std::vector<std::string> pipeline_schedule_names();
+// The schedule named `name`, or nullptr.
+const PipelineSchedule* find_pipeline_schedule(std::string_view name);
+// Adds a schedule (a name not yet registered) and returns the registered entry. Register before
+// configs naming it are parsed, from one thread.
+const PipelineSchedule& register_pipeline_schedule(PipelineSchedule schedule);
+
+// Megatron's chunk-major placement: chunk c of stage s is virtual stage c·pp + s.
+std::int64_t chunk_major_virtual_stage(const PipelineShape& shape, std::int64_t stage,
+                                       std::int64_t chunk);
+
+// A (stage, chunk) pair of the pipeline.
+struct StageChunk {
+  std::int64_t stage = 0;
   std::int64_t chunk = 0;
 };
 
-std::vector<ScheduleStep> stage_schedule(std::int64_t pp, std::int64_t vpp,
-                                         std::int64_t microbatches, std::int64_t stage);
+// A schedule's placement of virtual stages, both ways.
+class VirtualStages {
+ public:
+  VirtualStages() = default;
+  // Throws std::logic_error when the schedule's placement is not a bijection.
+  VirtualStages(const PipelineSchedule& schedule, const PipelineShape& shape);
 
-// The most bytes held at once: a forward of chunk c adds chunk_bytes[c] until its backward.
-double peak_in_flight_bytes(const std::vector<ScheduleStep>& schedule,
-                            const std::vector<double>& chunk_bytes);
+  std::int64_t count() const { return static_cast<std::int64_t>(place_.size()); }
+  std::int64_t of(std::int64_t stage, std::int64_t chunk) const;
+  StageChunk place(std::int64_t virtual_stage) const;
+  bool first(std::int64_t stage, std::int64_t chunk) const { return of(stage, chunk) == 0; }
+  bool last(std::int64_t stage, std::int64_t chunk) const {
+    return of(stage, chunk) == count() - 1;
+  }
+
+ private:
+  std::int64_t vpp_ = 1;
+  std::vector<std::int64_t> of_;  // [stage·vpp + chunk]
+  std::vector<StageChunk> place_;
+};
+
+// For schedule authors: `warmup` forwards, then forward/backward pairs, then the remaining
+// backwards (the 1F1B pattern over any forward and backward orders).
+std::vector<ScheduleItem> warmup_then_pairs(const std::vector<ScheduleItem>& forwards,
+                                            const std::vector<ScheduleItem>& backwards,
+                                            std::int64_t warmup);
+
+// The most bytes held at once: a forward of chunk c adds chunk_bytes[c] until the pass that
+// ends its backward (B, or W where the schedule splits it).
+double peak_in_flight_bytes(const std::vector<ScheduleItem>& order,
+                            const std::vector<double>& chunk_bytes, bool splits_weight_gradients);
 
 // The largest number of (micro-batch, chunk) forwards alive at once.
-std::int64_t peak_in_flight_chunks(const std::vector<ScheduleStep>& schedule);
+std::int64_t peak_in_flight_chunks(const std::vector<ScheduleItem>& order,
+                                   bool splits_weight_gradients);
 
 }  // namespace wallsim::models

@@ -94,7 +94,9 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
     t.recompute_modules = parse_recompute_modules(*modules);
   }
   t.distributed_optimizer = object.boolean_or("distributed_optimizer", false);
-  t.schedule = object.choice_or("schedule", "1f1b", {"1f1b", "interleaved"});
+  if (auto schedule = object.find("schedule")) {
+    t.schedule = find_pipeline_schedule(schedule->as_choice(pipeline_schedule_names()));
+  }
   t.grad_reduce_dtype =
       *dtype_from_name(object.choice_or("grad_reduce_dtype", "fp32", {"fp32", "bf16"}));
   t.flash_attention = object.boolean_or("flash_attention", true);

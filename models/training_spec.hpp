@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/pipeline_schedule.hpp"
 #include "sim/hw/dtype.hpp"
 
 namespace wallsim {
@@ -55,7 +56,9 @@ struct TrainingSpec {
   // Selective recompute: which modules; dense models know core_attn, mlp, layernorm.
   std::vector<std::string> recompute_modules{"core_attn"};
   bool distributed_optimizer = false;
-  std::string schedule = "1f1b";           // 1f1b | interleaved (1f1b with vpp > 1 is interleaved)
+  // A registered pipeline schedule (models/pipeline_schedule.hpp); nullptr: Megatron's choice,
+  // "interleaved" when parallel.vpp > 1 and "1f1b" otherwise.
+  const PipelineSchedule* schedule = nullptr;
   Dtype grad_reduce_dtype = Dtype::kFp32;  // fp32 | bf16: the main-gradient buffer
   bool flash_attention = true;  // false: the s² attention scores are stored (Korthikanti)
   OverlapSpec overlap;

@@ -32,7 +32,8 @@ DataParallelOps::DataParallelOps(OpEmitter& emit, const DpSetting& setting,
 
 void DataParallelOps::build_buckets() {
   for (std::size_t chunk = 0; chunk < chunk_units_.size(); ++chunk) {
-    const bool bucketing = setting_.overlap_grad_reduce && setting_.first_stage && chunk == 0;
+    const bool bucketing =
+        setting_.overlap_grad_reduce && setting_.bucketed_chunk == static_cast<std::int64_t>(chunk);
     const auto& units = chunk_units_[chunk];
     for (const bool expert : {false, true}) {
       const double size =

@@ -37,7 +37,9 @@ struct DpSetting {
   bool distributed_optimizer = false;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
-  bool first_stage = true;  // bucketing only on pipeline stage 0
+  // Gradients are bucketed only in the chunk holding the first virtual stage (as Megatron-LM's
+  // DDP does: stage 0, chunk 0 in its numbering); other chunks reduce as one bucket.
+  std::optional<std::int64_t> bucketed_chunk = 0;
   double grad_bytes_per_param = 4;
   std::int64_t optimizer_shards = 1;
   std::optional<GroupIndex> embedding_group;  // tied embeddings, pp > 1, first or last stage

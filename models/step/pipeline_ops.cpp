@@ -1,8 +1,7 @@
 #include "models/step/pipeline_ops.hpp"
 
 #include <algorithm>
-
-#include "models/pipeline_schedule.hpp"
+#include <stdexcept>
 
 namespace wallsim::models {
 namespace {
@@ -28,57 +27,83 @@ PipelineOps::PipelineOps(OpEmitter& emit, LayerOps& layers, DataParallelOps& dat
       setting_(setting),
       stage_layers_(stage_layers) {}
 
+std::vector<std::int64_t> PipelineSetting::neighbour_stages() const {
+  std::vector<std::int64_t> stages;
+  for (std::int64_t chunk = 0; chunk < shape.vpp; ++chunk) {
+    const std::int64_t v = virtual_stages.of(stage, chunk);
+    for (const std::int64_t w : {v - 1, v + 1}) {
+      if (w < 0 || w >= virtual_stages.count()) continue;
+      const std::int64_t other = virtual_stages.place(w).stage;
+      if (other != stage) stages.push_back(other);
+    }
+  }
+  std::sort(stages.begin(), stages.end());
+  stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
+  return stages;
+}
+
 bool PipelineOps::first_virtual_stage(std::int64_t chunk) const {
-  return setting_.stage == 0 && chunk == 0;
+  return setting_.virtual_stages.first(setting_.stage, chunk);
 }
 
 bool PipelineOps::last_virtual_stage(std::int64_t chunk) const {
-  return setting_.stage == setting_.pp - 1 && chunk == setting_.vpp - 1;
+  return setting_.virtual_stages.last(setting_.stage, chunk);
+}
+
+std::optional<RankIndex> PipelineOps::neighbour(std::int64_t chunk, std::int64_t step) const {
+  const VirtualStages& virtual_stages = setting_.virtual_stages;
+  const std::int64_t stage =
+      virtual_stages.place(virtual_stages.of(setting_.stage, chunk) + step).stage;
+  if (stage == setting_.stage) return std::nullopt;
+  return setting_.stage_ranks[static_cast<std::size_t>(stage)];
 }
 
 void PipelineOps::emit_schedule() {
-  output_done_.assign(static_cast<std::size_t>(setting_.microbatches), std::nullopt);
-  const auto steps =
-      stage_schedule(setting_.pp, setting_.vpp, setting_.microbatches, setting_.stage);
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    const ScheduleStep& step = steps[i];
+  output_done_.assign(static_cast<std::size_t>(setting_.shape.microbatches), std::nullopt);
+  const auto items = setting_.schedule->order(setting_.shape, setting_.stage);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const ScheduleItem& item = items[i];
+    if (item.pass == Pass::kWeight) {
+      throw std::logic_error("pipeline schedule \"" + setting_.schedule->name +
+                             "\": W passes are not emitted (their B computes weight gradients)");
+    }
     // A backward pairs with the forward after it, so the steady state starts one forward later
     // (Megatron's extra warm-up micro-batch) and the pair's inputs come from earlier pairs.
-    const bool pair = setting_.ep_overlap && !step.forward && i + 1 < steps.size() &&
-                      steps[i + 1].forward && steps[i + 1].microbatch != step.microbatch;
+    const bool pair = setting_.ep_overlap && item.pass == Pass::kBackward && i + 1 < items.size() &&
+                      items[i + 1].forward() && items[i + 1].microbatch != item.microbatch;
     if (pair) {
-      combined(steps[i + 1], step);
+      combined(items[i + 1], item);
       ++i;
-    } else if (step.forward) {
-      forward(step.microbatch, step.chunk);
+    } else if (item.forward()) {
+      forward(item.microbatch, item.chunk);
     } else {
-      backward(step.microbatch, step.chunk);
+      backward(item.microbatch, item.chunk);
     }
   }
 }
 
-// With pp = 1 every virtual stage is on this rank: the tensor stays where it is.
-Deps PipelineOps::receive(std::int64_t microbatch, bool forward_pass, RankIndex peer,
+// A neighbouring virtual stage on this rank (every one, with pp = 1): the tensor stays.
+Deps PipelineOps::receive(std::int64_t microbatch, bool forward_pass, std::optional<RankIndex> peer,
                           StreamIndex stream) {
-  if (setting_.pp == 1) return {};
+  if (!peer) return {};
   OpTag t;
   t.microbatch = static_cast<std::int32_t>(microbatch);
   t.prefix = "pp";
   emit_.set_tag(std::move(t));
-  return {emit_.recv(forward_pass ? "recv activation" : "recv gradient", peer,
+  return {emit_.recv(forward_pass ? "recv activation" : "recv gradient", *peer,
                      setting_.transfer_bytes, stream, transfer_tag(forward_pass))};
 }
 
-void PipelineOps::send(std::int64_t microbatch, bool forward_pass, RankIndex peer,
+void PipelineOps::send(std::int64_t microbatch, bool forward_pass, std::optional<RankIndex> peer,
                        StreamIndex stream) {
-  if (setting_.pp == 1) return;
+  if (!peer) return;
   Deps after;
   if (const auto last = emit_.last_compute()) after.push_back(*last);
   OpTag t;
   t.microbatch = static_cast<std::int32_t>(microbatch);
   t.prefix = "pp";
   emit_.set_tag(std::move(t));
-  emit_.send(forward_pass ? "send activation" : "send gradient", peer, setting_.transfer_bytes,
+  emit_.send(forward_pass ? "send activation" : "send gradient", *peer, setting_.transfer_bytes,
              stream, transfer_tag(forward_pass), after);
 }
 
@@ -91,7 +116,7 @@ Deps PipelineOps::parameters_for(std::int64_t microbatch, std::int64_t chunk, st
 Deps PipelineOps::forward_prologue(std::int64_t microbatch, std::int64_t chunk) {
   Deps input;
   if (!first_virtual_stage(chunk)) {
-    input = receive(microbatch, true, setting_.previous_rank, Streams::kPpRecvForward);
+    input = receive(microbatch, true, neighbour(chunk, -1), Streams::kPpRecvForward);
   }
   if (first_virtual_stage(chunk)) {
     const Deps params = parameters_for(microbatch, chunk, kEmbeddingModule, input);
@@ -107,7 +132,7 @@ void PipelineOps::forward_epilogue(std::int64_t microbatch, std::int64_t chunk, 
     if (setting_.mtp) done = layers_.mtp_forward(microbatch, {done});
     output_done_[static_cast<std::size_t>(microbatch)] = done;
   } else {
-    send(microbatch, true, setting_.next_rank, Streams::kPpSendForward);
+    send(microbatch, true, neighbour(chunk, +1), Streams::kPpSendForward);
   }
 }
 
@@ -119,7 +144,7 @@ Deps PipelineOps::backward_prologue(std::int64_t microbatch, std::int64_t chunk,
     if (setting_.mtp) loss = {layers_.mtp_backward(microbatch, loss, grads)};
     return {layers_.output_backward(microbatch, loss, grads)};
   }
-  return receive(microbatch, false, setting_.next_rank, Streams::kPpRecvBackward);
+  return receive(microbatch, false, neighbour(chunk, +1), Streams::kPpRecvBackward);
 }
 
 void PipelineOps::backward_epilogue(std::int64_t microbatch, std::int64_t chunk,
@@ -128,9 +153,11 @@ void PipelineOps::backward_epilogue(std::int64_t microbatch, std::int64_t chunk,
   if (first_virtual_stage(chunk)) {
     layers_.embedding_backward(microbatch, grads);
   } else {
-    send(microbatch, false, setting_.previous_rank, Streams::kPpSendBackward);
+    send(microbatch, false, neighbour(chunk, -1), Streams::kPpSendBackward);
   }
-  if (microbatch == setting_.microbatches - 1) data_parallel_.chunk_gradients_ready(chunk, grads);
+  if (microbatch == setting_.shape.microbatches - 1) {
+    data_parallel_.chunk_gradients_ready(chunk, grads);
+  }
 }
 
 std::vector<std::int64_t> PipelineOps::chunk_layers(std::int64_t chunk, bool forward_pass) const {
@@ -165,7 +192,7 @@ void PipelineOps::backward(std::int64_t microbatch, std::int64_t chunk) {
 // attention and router, the backward's experts, the forward's experts, the rest of the
 // backward, the rest of the forward, while the EP stream carries combine (backward), dispatch
 // (forward), dispatch (backward), combine (forward), each beside the other micro-batch's work.
-void PipelineOps::combined(const ScheduleStep& f, const ScheduleStep& b) {
+void PipelineOps::combined(const ScheduleItem& f, const ScheduleItem& b) {
   std::vector<GradReady> grads;
   Deps forward_input = forward_prologue(f.microbatch, f.chunk);
   Deps backward_input = backward_prologue(b.microbatch, b.chunk, grads);

@@ -1,14 +1,15 @@
-// One rank's pass through its pipeline schedule (pipeline_schedule.hpp): the forward and
-// backward of every (micro-batch, chunk) on the compute stream in Megatron's order, with the
-// pipeline transfers between virtual stages (mechanics.md §6.3).
+// One rank's pass through its pipeline schedule (models/pipeline_schedule.hpp): the forward and
+// backward of every (micro-batch, chunk) on the compute stream in the schedule's order, with the
+// pipeline transfers between virtual stages (docs/reference/mechanics.md §6.3).
 //
-// Virtual stage chunk·pp + stage; its forward receives the activation [s'/(t if SP), b, h]
-// (bf16) from the previous virtual stage (stage − 1, or stage pp − 1 of the chunk before) and
-// sends its output to the next; its backward receives the gradient from the next and sends one
-// back. Sends and receives go on four streams (send/recv × forward/backward) so that no receive
-// blocks an unrelated send; the chunk's first op waits for its receive, a send waits for the
-// chunk's last op. Receives are posted as early as their stream allows, as Megatron's
-// overlapped p2p does; the compute stream waits only where it needs the data.
+// Chunk c of this stage is virtual stage v (the schedule's placement). Its forward receives the
+// activation [s'/(t if SP), b, h] (bf16) from the stage holding virtual stage v − 1 and sends its
+// output to the one holding v + 1; its backward receives the gradient from v + 1 and sends one
+// back. A neighbour on this same stage needs no transfer. Sends and receives go on four streams
+// (send/recv × forward/backward) so that no receive blocks an unrelated send; the chunk's first
+// op waits for its receive, a send waits for the chunk's last op. Receives are posted as early as
+// their stream allows, as Megatron's overlapped p2p does; the compute stream waits only where it
+// needs the data.
 #pragma once
 
 #include <optional>
@@ -22,15 +23,17 @@
 namespace wallsim::models {
 
 struct PipelineSetting {
-  std::int64_t pp = 1;
-  std::int64_t vpp = 1;
-  std::int64_t microbatches = 1;
+  const PipelineSchedule* schedule = nullptr;
+  PipelineShape shape;
+  VirtualStages virtual_stages;
   std::int64_t stage = 0;
-  RankIndex previous_rank = 0;  // simulated rank of stage − 1 (mod pp), same TP/CP/DP coordinates
-  RankIndex next_rank = 0;      // stage + 1 (mod pp)
-  double transfer_bytes = 0;    // [s'/(t if SP), b, h] · 2
-  bool mtp = false;             // the model has MTP layers (they run after the output layer)
-  bool ep_overlap = false;      // MoE with overlap.ep_comm: forward/backward pairs combined
+  std::vector<RankIndex> stage_ranks;  // simulated rank of each stage, same TP/CP/DP coordinates
+  double transfer_bytes = 0;           // [s'/(t if SP), b, h] · 2
+  bool mtp = false;                    // the model has MTP layers (they run after the output layer)
+  bool ep_overlap = false;             // MoE with overlap.ep_comm: forward/backward pairs combined
+
+  // The stages this one exchanges activations or gradients with, ascending.
+  std::vector<std::int64_t> neighbour_stages() const;
 };
 
 class PipelineOps {
@@ -43,7 +46,7 @@ class PipelineOps {
  private:
   void forward(std::int64_t microbatch, std::int64_t chunk);
   void backward(std::int64_t microbatch, std::int64_t chunk);
-  void combined(const ScheduleStep& forward_step, const ScheduleStep& backward_step);
+  void combined(const ScheduleItem& forward_item, const ScheduleItem& backward_item);
   Deps forward_prologue(std::int64_t microbatch, std::int64_t chunk);
   void forward_epilogue(std::int64_t microbatch, std::int64_t chunk, const Deps& input);
   Deps backward_prologue(std::int64_t microbatch, std::int64_t chunk,
@@ -53,8 +56,13 @@ class PipelineOps {
   std::vector<std::int64_t> chunk_layers(std::int64_t chunk, bool forward_pass) const;
   bool first_virtual_stage(std::int64_t chunk) const;
   bool last_virtual_stage(std::int64_t chunk) const;
-  Deps receive(std::int64_t microbatch, bool forward_pass, RankIndex peer, StreamIndex stream);
-  void send(std::int64_t microbatch, bool forward_pass, RankIndex peer, StreamIndex stream);
+  // The stage holding the virtual stage `step` (±1) away from chunk `chunk`, or nullopt when that
+  // is this stage (no transfer).
+  std::optional<RankIndex> neighbour(std::int64_t chunk, std::int64_t step) const;
+  Deps receive(std::int64_t microbatch, bool forward_pass, std::optional<RankIndex> peer,
+               StreamIndex stream);
+  void send(std::int64_t microbatch, bool forward_pass, std::optional<RankIndex> peer,
+            StreamIndex stream);
   Deps parameters_for(std::int64_t microbatch, std::int64_t chunk, std::int64_t module,
                       const Deps& input);
 

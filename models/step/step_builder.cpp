@@ -137,8 +137,12 @@ LayerMemory layer_memory(const RunConfig& c, std::int64_t stage) {
   if (c.training.recompute == Recompute::full) {
     m.transient_bytes = layer_recompute_transient_bytes(c.model, s);
   }
-  if (stage == 0) m.embedding_bytes = embedding_activation_bytes(c.model, s);
-  if (stage == c.layout.sizes.pp - 1) m.output_bytes = output_activation_bytes(c.model, s);
+  if (stage == c.layout.embedding_chunk().stage) {
+    m.embedding_bytes = embedding_activation_bytes(c.model, s);
+  }
+  if (stage == c.layout.output_chunk().stage) {
+    m.output_bytes = output_activation_bytes(c.model, s);
+  }
   return m;
 }
 
@@ -152,7 +156,7 @@ std::vector<std::vector<ParamUnit>> chunk_units(const LayerOps& layers, const La
     const auto append = [&chunk](const std::vector<ParamUnit>& more) {
       chunk.insert(chunk.end(), more.begin(), more.end());
     };
-    if (stage == layout.sizes.pp - 1 && c + 1 == placed.chunks.size()) {
+    if (layout.virtual_stages.last(stage, static_cast<std::int64_t>(c))) {
       append(layers.mtp_units());
       append(layers.output_units());
     }
@@ -160,7 +164,9 @@ std::vector<std::vector<ParamUnit>> chunk_units(const LayerOps& layers, const La
     for (std::int64_t l = range.first_layer + range.count; l-- > range.first_layer;) {
       append(layers.layer_units(l));
     }
-    if (stage == 0 && c == 0) append(layers.embedding_units());
+    if (layout.virtual_stages.first(stage, static_cast<std::int64_t>(c))) {
+      append(layers.embedding_units());
+    }
   }
   return units;
 }
@@ -244,7 +250,8 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
   dp.distributed_optimizer = training.distributed_optimizer;
   dp.overlap_grad_reduce = training.overlap.dp_grad_reduce;
   dp.overlap_param_gather = training.overlap.dp_param_gather;
-  dp.first_stage = stage == 0;
+  dp.bucketed_chunk = std::nullopt;
+  if (stage == layout.embedding_chunk().stage) dp.bucketed_chunk = layout.embedding_chunk().chunk;
   dp.grad_bytes_per_param = static_bytes_per_param(layout, training).grads;
   dp.optimizer_shards = optimizer_shards(layout, training);
   if (in.config.model.is_moe()) {
@@ -253,7 +260,7 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
     if (dp.expert_active) dp.expert_group = table.index(in.edp.of(rank));
     dp.expert_optimizer_shards = training.distributed_optimizer ? layout.expert.edp : 1;
   }
-  const bool edge = stage == 0 || stage == layout.sizes.pp - 1;
+  const bool edge = stage == layout.embedding_chunk().stage || stage == layout.output_chunk().stage;
   if (in.config.model.tied_embeddings && layout.sizes.pp > 1 && edge) {
     dp.embedding_group = table.index(in.embedding.of(rank));
     dp.embedding_params = static_cast<double>(in.dims.vocab / in.dims.tp * in.dims.hidden);
@@ -264,19 +271,16 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
 PipelineSetting pipeline_setting(const StepInputs& in, std::int64_t rank) {
   const Layout& layout = in.config.layout;
   const RankCoordinates coordinates = in.ranks.coordinates(rank);
-  const std::int64_t pp = layout.sizes.pp;
-  const auto simulated_at = [&](std::int64_t stage) {
-    RankCoordinates peer = coordinates;
-    peer.pp = (stage + pp) % pp;
-    return *in.simulated_of[static_cast<std::size_t>(in.ranks.rank(peer))];
-  };
   PipelineSetting p;
-  p.pp = pp;
-  p.vpp = layout.vpp;
-  p.microbatches = layout.num_microbatches;
+  p.schedule = layout.schedule;
+  p.shape = layout.pipeline_shape();
+  p.virtual_stages = layout.virtual_stages;
   p.stage = coordinates.pp;
-  p.previous_rank = simulated_at(p.stage - 1);
-  p.next_rank = simulated_at(p.stage + 1);
+  for (std::int64_t stage = 0; stage < layout.sizes.pp; ++stage) {
+    RankCoordinates peer = coordinates;
+    peer.pp = stage;
+    p.stage_ranks.push_back(*in.simulated_of[static_cast<std::size_t>(in.ranks.rank(peer))]);
+  }
   p.transfer_bytes = 2.0 * in.dims.sharded_hidden_elements();
   p.mtp = in.config.model.mtp_layers > 0;
   p.ep_overlap = in.config.model.is_moe() && in.config.training.overlap.ep_comm;
@@ -300,7 +304,7 @@ double rank_model_flops(const RunConfig& c, std::int64_t stage) {
     }
   }
   double flops = tokens * per_token;
-  if (stage == c.layout.sizes.pp - 1) {
+  if (stage == c.layout.output_chunk().stage) {
     // The output layer, and each MTP layer (typed like the last decoder layer) with its
     // projection and logits.
     const double mtp = static_cast<double>(m.mtp_layers);
@@ -321,7 +325,7 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
   graph.static_bytes = memory.weights + memory.grads + memory.optimizer + memory.buffers;
   OpEmitter emit(graph, timer, payloads, c.training.precision);
   const bool output_weights =
-      stage == c.layout.sizes.pp - 1 && (!c.model.tied_embeddings || c.layout.sizes.pp > 1);
+      stage == c.layout.output_chunk().stage && (!c.model.tied_embeddings || c.layout.sizes.pp > 1);
   // Groups are registered in this order: tp, cp, dp (binding_between relies on it).
   const TpSetting tp = tp_setting(in, groups, rank);
   const CpSetting cp = cp_setting(in, groups, rank);
@@ -419,8 +423,10 @@ OpBinding binding_between(const StepInputs& in, GroupTable& groups, std::int64_t
     binding.groups.emplace_back(*dp_built.embedding_group, *dp.embedding_group);
   const PipelineSetting p_built = pipeline_setting(in, built);
   const PipelineSetting p = pipeline_setting(in, rank);
-  binding.peers.emplace_back(p_built.previous_rank, p.previous_rank);
-  if (p.next_rank != p.previous_rank) binding.peers.emplace_back(p_built.next_rank, p.next_rank);
+  for (const std::int64_t stage : p.neighbour_stages()) {
+    binding.peers.emplace_back(p_built.stage_ranks[static_cast<std::size_t>(stage)],
+                               p.stage_ranks[static_cast<std::size_t>(stage)]);
+  }
   return binding;
 }
 

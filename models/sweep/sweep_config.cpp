@@ -39,7 +39,7 @@ nlohmann::json trivial_layout(nlohmann::json doc) {
   doc["num_gpus"] = 1;
   doc["parallel"] = nlohmann::json::object();
   doc["training"]["micro_batch"] = 1;
-  doc["training"]["schedule"] = "1f1b";
+  doc["training"].erase("schedule");
   return doc;
 }
 
@@ -85,7 +85,7 @@ nlohmann::json point_config(const SweepBase& base, const SweepPoint& p) {
   training["micro_batch"] = p.micro_batch;
   training["recompute"] = to_string(p.recompute);
   training["distributed_optimizer"] = p.distributed_optimizer;
-  training["schedule"] = "1f1b";  // vpp > 1 makes it interleaved
+  training["schedule"] = p.vpp > 1 ? "interleaved" : "1f1b";
   nlohmann::json& overlap = training["overlap"];
   for (const char* key : {"tp_comm", "dp_grad_reduce", "dp_param_gather"}) overlap[key] = p.overlap;
   doc["description"] = "wallsim sweep point " + point_id(p);

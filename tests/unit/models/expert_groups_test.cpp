@@ -27,7 +27,7 @@ ModelSpec moe_model() {
 }
 
 Layout layout(std::int64_t gpus, std::int64_t tp, std::int64_t cp, std::int64_t pp, std::int64_t ep,
-              std::int64_t etp, const std::string& style = "megatron", bool sp = true) {
+              std::int64_t etp, EpGroupStyle style = EpGroupStyle::kMegatron, bool sp = true) {
   ParallelSpec p;
   p.tp = tp;
   p.cp = cp;
@@ -69,14 +69,14 @@ TEST_CASE("DeepSpeed-Megatron EP groups: consecutive, or cut from the DP groups 
           "[models][moe]") {
   // mechanics.md §4.1, world 16, ep 2, no expert TP: EP [0,1], [2,3], ...; EDP [0,2,...,14],
   // [1,3,...,15].
-  const ExpertGroups a = expert_groups(layout(16, 1, 1, 1, 2, 1, "deepspeed"));
+  const ExpertGroups a = expert_groups(layout(16, 1, 1, 1, 2, 1, EpGroupStyle::kDeepSpeed));
   CHECK(a.ep.front() == std::vector<std::int64_t>{0, 1});
   CHECK(has(a.ep, {2, 3}));
   CHECK(has(a.edp, {0, 2, 4, 6, 8, 10, 12, 14}));
   CHECK(has(a.edp, {1, 3, 5, 7, 9, 11, 13, 15}));
   // World 16, t = 2, ep = 4 with expert TP: EP [0,2,4,6], [8,10,12,14], [1,3,5,7],
   // [9,11,13,15]; EDP [0,8], [2,10], [4,12], [6,14], [1,9], ...
-  const ExpertGroups b = expert_groups(layout(16, 2, 1, 1, 4, 2, "deepspeed"));
+  const ExpertGroups b = expert_groups(layout(16, 2, 1, 1, 4, 2, EpGroupStyle::kDeepSpeed));
   for (const std::vector<std::int64_t>& ep :
        {std::vector<std::int64_t>{0, 2, 4, 6}, {8, 10, 12, 14}, {1, 3, 5, 7}, {9, 11, 13, 15}}) {
     CHECK(has(b.ep, ep));
@@ -91,7 +91,7 @@ TEST_CASE("MoE layout rules name the field and the reason", "[models][moe]") {
   CHECK_THROWS_WITH(layout(16, 1, 1, 1, 3, 1), Contains("parallel.ep = 3"));
   CHECK_THROWS_WITH(layout(16, 2, 1, 1, 16, 1),
                     Contains("parallel.ep = 16") && Contains("divide the experts (8)"));
-  CHECK_THROWS_WITH(layout(16, 2, 1, 1, 2, 1, "megatron", false),
+  CHECK_THROWS_WITH(layout(16, 2, 1, 1, 2, 1, EpGroupStyle::kMegatron, false),
                     Contains("needs sequence_parallel"));
   CHECK_THROWS_WITH(layout(16, 1, 1, 1, 2, 3), Contains("etp·ep·pp = 3·2·1 = 6"));
   // Dense models keep ep = etp = 1.

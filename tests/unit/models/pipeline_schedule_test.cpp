@@ -4,6 +4,27 @@
 
 using namespace wallsim::models;
 
+namespace {
+
+// Megatron's choice of schedule by vpp, as a run config without training.schedule gets it.
+std::vector<ScheduleItem> stage_schedule(std::int64_t pp, std::int64_t vpp,
+                                         std::int64_t microbatches, std::int64_t stage) {
+  const PipelineSchedule* schedule = find_pipeline_schedule(vpp > 1 ? "interleaved" : "1f1b");
+  REQUIRE(schedule != nullptr);
+  return schedule->order({pp, vpp, microbatches}, stage);
+}
+
+std::int64_t peak_in_flight_chunks(const std::vector<ScheduleItem>& order) {
+  return wallsim::models::peak_in_flight_chunks(order, false);
+}
+
+double peak_in_flight_bytes(const std::vector<ScheduleItem>& order,
+                            const std::vector<double>& chunk_bytes) {
+  return wallsim::models::peak_in_flight_bytes(order, chunk_bytes, false);
+}
+
+}  // namespace
+
 TEST_CASE("1F1B: stage s holds min(pp - s, m) micro-batches at its peak", "[models][schedule]") {
   for (std::int64_t stage = 0; stage < 4; ++stage) {
     CHECK(peak_in_flight_chunks(stage_schedule(4, 1, 16, stage)) == 4 - stage);
@@ -15,7 +36,7 @@ TEST_CASE("every forward is matched by one backward", "[models][schedule]") {
   const auto steps = stage_schedule(4, 2, 8, 1);
   CHECK(steps.size() == 2u * 8 * 2);
   std::int64_t forwards = 0;
-  for (const auto& step : steps) forwards += step.forward ? 1 : 0;
+  for (const auto& step : steps) forwards += step.forward() ? 1 : 0;
   CHECK(forwards == 16);
 }
 
@@ -35,4 +56,37 @@ TEST_CASE("peak bytes weight each chunk by what it holds", "[models][schedule]")
   // pp 2, one stage-1 micro-batch at a time: the peak is the larger chunk.
   CHECK(peak_in_flight_bytes(stage_schedule(2, 1, 4, 1), {5.0}) == 5.0);
   CHECK(peak_in_flight_bytes(stage_schedule(2, 1, 4, 0), {5.0}) == 10.0);
+}
+
+TEST_CASE("the registry lists the built-in schedules and finds them by name",
+          "[models][schedule]") {
+  const auto names = pipeline_schedule_names();
+  REQUIRE(names.size() >= 2);
+  CHECK(names[0] == "1f1b");
+  CHECK(names[1] == "interleaved");
+  CHECK(find_pipeline_schedule("zero-bubble-h9") == nullptr);
+  // Each rejects the shapes the other takes.
+  CHECK(find_pipeline_schedule("1f1b")->rejects({4, 2, 8}) != "");
+  CHECK(find_pipeline_schedule("1f1b")->rejects({4, 1, 8}) == "");
+  CHECK(find_pipeline_schedule("interleaved")->rejects({4, 1, 8}) != "");
+  CHECK_THROWS(register_pipeline_schedule(*find_pipeline_schedule("1f1b")));  // name taken
+}
+
+TEST_CASE("a placement that is not a bijection is refused", "[models][schedule]") {
+  PipelineSchedule broken;
+  broken.name = "broken";
+  broken.virtual_stage = [](const PipelineShape&, std::int64_t stage, std::int64_t) {
+    return stage;  // both chunks of a stage on one virtual stage
+  };
+  CHECK_THROWS_AS(VirtualStages(broken, {2, 2, 4}), std::logic_error);
+}
+
+TEST_CASE("a schedule with W passes frees a chunk's activations at its W, not its B",
+          "[models][schedule]") {
+  // F0 F1 B0 W0 B1 W1: both micro-batches are alive until W0.
+  const std::vector<ScheduleItem> order{{Pass::kForward, 0, 0},  {Pass::kForward, 1, 0},
+                                        {Pass::kBackward, 0, 0}, {Pass::kWeight, 0, 0},
+                                        {Pass::kBackward, 1, 0}, {Pass::kWeight, 1, 0}};
+  CHECK(wallsim::models::peak_in_flight_chunks(order, true) == 2);
+  CHECK(wallsim::models::peak_in_flight_bytes(order, {3.0}, true) == 6.0);
 }

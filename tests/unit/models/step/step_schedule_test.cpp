@@ -12,17 +12,17 @@ using nlohmann::json;
 
 namespace {
 
-struct Pass {
+struct LayerPass {
   bool forward;
   std::int32_t microbatch;
   std::int32_t layer;
-  bool operator==(const Pass&) const = default;
+  bool operator==(const LayerPass&) const = default;
 };
 
 // The passes one stage runs, read off its compute stream: a layer's forward starts with its
 // ln1, its backward with its residual2 gradient.
-std::vector<Pass> passes(const OpGraph& g) {
-  std::vector<Pass> result;
+std::vector<LayerPass> passes(const OpGraph& g) {
+  std::vector<LayerPass> result;
   for (OpIndex i = 0; i < g.size(); ++i) {
     const Op& op = g.op(i);
     if (op.kind != OpKind::kCompute || !op.layer) continue;
@@ -37,9 +37,9 @@ std::vector<Pass> passes(const OpGraph& g) {
 
 // 1F1B (Narayanan et al. 2021; Megatron schedules.py): w = min(p − s − 1, m) warm-up
 // forwards, then one forward / one backward, then the remaining backwards.
-std::vector<Pass> one_f_one_b(int p, int m, int s, int layer) {
+std::vector<LayerPass> one_f_one_b(int p, int m, int s, int layer) {
   const int warmup = std::min(p - s - 1, m);
-  std::vector<Pass> order;
+  std::vector<LayerPass> order;
   for (int i = 0; i < warmup; ++i) order.push_back({true, i, layer});
   for (int i = 0; i < m - warmup; ++i) {
     order.push_back({true, warmup + i, layer});
@@ -84,9 +84,9 @@ TEST_CASE("interleaved 1F1B (pp 4, vpp 2, m 8) warms up with 2(p − s − 1) + 
     CHECK(before_first_backward == 2 * (p - s - 1) + (v - 1) * p + 1);
     // Forwards go in groups of p micro-batches, chunk-major: micro-batches 0..3 through
     // chunk 0 (layer s), then 0..3 through chunk 1 (layer p + s), then 4..7 likewise.
-    std::vector<Pass> forwards, backwards;
+    std::vector<LayerPass> forwards, backwards;
     for (const auto& pass : order) (pass.forward ? forwards : backwards).push_back(pass);
-    std::vector<Pass> expected_forwards;
+    std::vector<LayerPass> expected_forwards;
     for (int group = 0; group < m; group += p) {
       for (int chunk = 0; chunk < v; ++chunk) {
         for (int mb = group; mb < group + p; ++mb)
@@ -95,7 +95,7 @@ TEST_CASE("interleaved 1F1B (pp 4, vpp 2, m 8) warms up with 2(p − s − 1) + 
     }
     CHECK(forwards == expected_forwards);
     // Backwards run the same table with the chunks reversed.
-    CHECK(backwards.front() == Pass{false, 0, (v - 1) * p + s});
+    CHECK(backwards.front() == LayerPass{false, 0, (v - 1) * p + s});
   }
 }
 

@@ -30,7 +30,7 @@ PointStage brute_force_stage(const SweepBase& base, const SweepPoint& p) {
   training.micro_batch = p.micro_batch;
   training.recompute = p.recompute;
   training.distributed_optimizer = p.distributed_optimizer;
-  training.schedule = "1f1b";
+  training.schedule = nullptr;  // Megatron's choice: interleaved when vpp > 1
   if (p.vpp > 1 && c.model.layers % (p.pp * p.vpp) != 0) return PointStage::pruned_by_layout;
   if (p.tp == 1 && !p.sequence_parallel) return PointStage::pruned_by_layout;
   Layout layout;

@@ -1,0 +1,11 @@
+// The pipeline schedules registered at start-up (models/pipeline_schedule.hpp), one file each.
+#pragma once
+
+#include "models/pipeline_schedule.hpp"
+
+namespace wallsim::models {
+
+PipelineSchedule one_f_one_b_schedule();       // "1f1b": one_f_one_b.cpp
+PipelineSchedule interleaved_1f1b_schedule();  // "interleaved": interleaved_1f1b.cpp
+
+}  // namespace wallsim::models
