@@ -72,6 +72,16 @@ TEST_CASE("errors name the file a value came from", "[models][config]") {
                     Contains("parallel.tpp") && Contains("unknown key"));
   CHECK_THROWS_WITH(load_run_config(kExample, {"parallel.ep=2"}),
                     Contains("parallel.ep = 2") && Contains("dense"));
+  // training.schedule selects from the registry; without it vpp > 1 means interleaved.
+  CHECK_THROWS_WITH(load_run_config(kExample, {"training.schedule=zb"}),
+                    Contains("training.schedule") && Contains("1f1b, interleaved"));
+  CHECK_THROWS_WITH(
+      load_run_config(kExample, {"parallel.pp=2", "parallel.vpp=2", "training.schedule=1f1b"}),
+      Contains("training.schedule = 1f1b") && Contains("\"interleaved\""));
+  CHECK_THROWS_WITH(load_run_config(kExample, {"parallel.pp=2", "training.schedule=interleaved"}),
+                    Contains("parallel.vpp = 1"));
+  CHECK(load_run_config(kExample, {"parallel.pp=2", "parallel.vpp=2"}).layout.schedule->name ==
+        "interleaved");
   CHECK_THROWS_WITH(load_run_config(kExample, {"parallel.cp_comm_type=a2a+p2p"}),
                     Contains("parallel.cp_comm_type") && Contains("hierarchical_cp"));
   CHECK_THROWS_WITH(load_run_config(kExample, {"model.moe={\"experts\":8}"}),
