@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "models/run/report_data.hpp"
 #include "models/run/simulate.hpp"
 #include "models/run/what_if.hpp"
+#include "sim/report/html_report.hpp"
 #include "sim/report/summary_writers.hpp"
 #include "sim/report/timeline.hpp"
 #include "sim/report/trace_writer.hpp"
@@ -34,18 +36,24 @@ void write_outputs(const models::RunConfig& config, const models::SimulationResu
                    const std::vector<RankIndex>& ranks, const RunOptions& options,
                    std::ostream& human) {
   const std::string dir = options.out_dir + "/";
+  std::ostringstream summary;
+  write_summary_json(result.summary, summary);
   write_output_file(dir + "summary.json", "--out",
-                    [&](std::ostream& out) { write_summary_json(result.summary, out); });
-  const TraceInput timeline =
-      models::trace_input(config, result, models::representative_ranks(result.program));
+                    [&](std::ostream& out) { out << summary.view(); });
+  std::ostringstream timeline;
+  write_timeline_json(
+      models::trace_input(config, result, models::representative_ranks(result.program)), timeline);
   write_output_file(dir + "timeline.json", "--out",
-                    [&](std::ostream& out) { write_timeline_json(timeline, out); });
+                    [&](std::ostream& out) { out << timeline.view(); });
   const TraceInput trace = models::trace_input(config, result, ranks);
   TraceStats stats;
   const auto trace_bytes = write_output_file(dir + "trace.json", "--out", [&](std::ostream& out) {
     stats = write_chrome_trace(trace, out);
   });
-  render_report(dir + "summary.json", dir + "timeline.json", dir + "report.html");
+  // The page is rendered from the documents in memory, not read back from the files.
+  write_output_file(dir + "report.html", "--out", [&](std::ostream& out) {
+    write_html_report(summary.view(), timeline.view(), out);
+  });
   human << "wrote " << dir
         << "{summary.json, report.html, timeline.json, trace.json}; trace: " << ranks.size()
         << " ranks, " << stats.slices << " ops, " << stats.flows
@@ -54,13 +62,13 @@ void write_outputs(const models::RunConfig& config, const models::SimulationResu
 
 int run(const RunOptions& options) {
   const models::RunConfig config = load_config(options.config);
-  const Profile profile = run_profile(config);
+  models::check_trace_ranks(config, options.trace_ranks);  // before the simulation, not after
+  const Profile profile = models::run_profile(config);
   spdlog::info("simulating {} on {} GPUs ({} fidelity, {} network)", config.model.name,
                config.num_gpus, models::to_string(config.simulation.fidelity),
                config.simulation.network);
   auto result = models::simulate(config, profile.gpu, profile.comm);
   log_notes(result.summary.notes);
-  // Checked before anything is written or re-simulated.
   const auto trace_ranks = models::select_trace_ranks(
       result.program, options.trace_ranks, config.simulation.fidelity == models::Fidelity::kFull);
   if (options.sensitivity) {

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include "models/run/simulate.hpp"
 #include "models/sweep/sweep_journal.hpp"
 #include "models/sweep/sweep_runner.hpp"
 #include "models/sweep/sweep_writers.hpp"
@@ -72,7 +73,7 @@ SweepSetup load_setup(const SweepOptions& options) {
           "expert parallelism needs a MoE model; " + parsed.model.name + " has no experts");
     }
   }
-  setup.profile = run_profile(parsed);
+  setup.profile = models::run_profile(parsed);
   return setup;
 }
 

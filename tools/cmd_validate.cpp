@@ -47,7 +47,7 @@ models::RunConfig load_row_config(const models::PublishedRun& run, const std::st
 
 models::ValidationRow validate_row(const models::PublishedRun& run, const std::string& csv_path) {
   const models::RunConfig config = load_row_config(run, csv_path);
-  const Profile profile = run_profile(config);
+  const Profile profile = models::run_profile(config);
   const auto result = models::simulate(config, profile.gpu, profile.comm);
   return models::make_validation_row(run, config, result.summary.iteration_time_s);
 }

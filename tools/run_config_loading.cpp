@@ -32,14 +32,6 @@ models::RunConfig load_config(const ConfigCommandOptions& options) {
   return models::load_run_config(resolve_config_path(options.config), options.overrides);
 }
 
-Profile run_profile(const models::RunConfig& config) {
-  if (config.calibration_inline) {
-    return parse_profile(*config.calibration_inline, config.file, "calibration");
-  }
-  return load_profile(config.calibration_path.empty() ? shipped_profile_path(config.cluster.gpu)
-                                                      : config.calibration_path);
-}
-
 double hbm_bytes(const models::RunConfig& config) {
   if (config.calibration_inline) {
     const nlohmann::json& profile = *config.calibration_inline;

@@ -30,10 +30,6 @@ models::RunConfig load_config(const ConfigCommandOptions& options);
 // unless the config names one).
 double hbm_bytes(const models::RunConfig& config);
 
-// The run's calibration profile: inline in the config, a named file, or the cluster GPU's
-// shipped profile.
-Profile run_profile(const models::RunConfig& config);
-
 // Notes go to stderr as warnings (stdout stays one JSON document with --json).
 void log_notes(const std::vector<std::string>& notes);
 

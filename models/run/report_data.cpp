@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -31,6 +32,12 @@ bool op_crosses_nodes(const RunConfig& config, const StepProgram& program, RankI
     return crosses_nodes(config, std::vector<std::int64_t>(members.begin(), members.end()));
   }
   return crosses_nodes(config, {program.global_rank.at(rank), program.global_rank.at(op.peer)});
+}
+
+InputError not_simulated(std::int64_t global_rank) {
+  return InputError("command line", "--trace-ranks", std::to_string(global_rank),
+                    "is not a simulated rank (symmetric fidelity simulates one rank per stage; "
+                    "use --set simulation.fidelity=full to trace any rank)");
 }
 
 RankIndex simulated_index(const StepProgram& program, std::int64_t global_rank) {
@@ -94,7 +101,8 @@ void add_link_usage(RunSummary& summary, const Topology& topology,
   }
 }
 
-std::vector<std::int64_t> parse_rank_list(const std::string& spec) {
+// Global ranks below `world` (a range past it is refused before it is expanded).
+std::vector<std::int64_t> parse_rank_list(const std::string& spec, std::int64_t world) {
   std::vector<std::int64_t> ranks;
   std::stringstream items(spec);
   std::string item;
@@ -108,6 +116,10 @@ std::vector<std::int64_t> parse_rank_list(const std::string& spec) {
       const bool whole = used_first == (dash == std::string::npos ? item.size() : dash) &&
                          (dash == std::string::npos || used_last == item.size() - dash - 1);
       if (!whole || first < 0 || last < first) throw std::invalid_argument(item);
+      if (last >= world) {
+        throw InputError("command line", "--trace-ranks", std::to_string(last),
+                         "is not a rank of this run (ranks 0-" + std::to_string(world - 1) + ")");
+      }
       for (std::int64_t r = first; r <= last; ++r) ranks.push_back(r);
     } catch (const std::logic_error&) {
       throw InputError("command line", "--trace-ranks", spec,
@@ -156,16 +168,21 @@ std::vector<RankIndex> select_trace_ranks(const StepProgram& program, const std:
     return ranks;
   }
   if (spec.empty()) return representative_ranks(program);
-  for (std::int64_t global : parse_rank_list(spec)) {
+  for (std::int64_t global : parse_rank_list(spec, std::numeric_limits<std::int64_t>::max())) {
     const RankIndex r = simulated_index(program, global);
-    if (r >= simulated) {
-      throw InputError("command line", "--trace-ranks", std::to_string(global),
-                       "is not a simulated rank (symmetric fidelity simulates one rank per "
-                       "stage; use --set simulation.fidelity=full to trace any rank)");
-    }
+    if (r >= simulated) throw not_simulated(global);
     if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) ranks.push_back(r);
   }
   return ranks;
+}
+
+void check_trace_ranks(const RunConfig& config, const std::string& spec) {
+  if (spec.empty() || spec == "all") return;
+  const auto simulated = simulated_global_ranks(config.layout, config.simulation.fidelity);
+  const std::set<std::int64_t> known(simulated.begin(), simulated.end());
+  for (std::int64_t global : parse_rank_list(spec, config.num_gpus)) {
+    if (!known.contains(global)) throw not_simulated(global);
+  }
 }
 
 TraceInput trace_input(const RunConfig& config, const SimulationResult& result,

@@ -36,6 +36,10 @@ std::vector<RankIndex> representative_ranks(const StepProgram& program);
 std::vector<RankIndex> select_trace_ranks(const StepProgram& program, const std::string& spec,
                                           bool full_fidelity, std::size_t full_limit = 64);
 
+// The same checks on `spec` before anything is simulated: a malformed list, a rank past
+// num_gpus or one the run's fidelity does not simulate throw InputError.
+void check_trace_ranks(const RunConfig& config, const std::string& spec);
+
 // The adapter the trace and timeline writers read; `result` must outlive it.
 TraceInput trace_input(const RunConfig& config, const SimulationResult& result,
                        const std::vector<RankIndex>& ranks);

@@ -9,6 +9,19 @@
 
 namespace wallsim::models {
 
+Profile run_profile(const RunConfig& config) {
+  if (config.calibration_inline) {
+    return parse_profile(*config.calibration_inline, config.file, "calibration");
+  }
+  return load_profile(config.calibration_path.empty() ? shipped_profile_path(config.cluster.gpu)
+                                                      : config.calibration_path);
+}
+
+SimulationResult simulate(const RunConfig& config) {
+  const Profile profile = run_profile(config);
+  return simulate(config, profile.gpu, profile.comm);
+}
+
 SimulationResult simulate(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm) {
   SimulationResult result;
   result.program = build_step(config, GpuModel(gpu), config.simulation.fidelity);

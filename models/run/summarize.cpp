@@ -129,8 +129,7 @@ RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepP
   s.model_tflops_per_gpu = per_gpu_s > 0 ? s.model_flops_per_iteration / per_gpu_s / 1e12 : 0;
   s.mfu = s.model_tflops_per_gpu * 1e12 / s.peak_flops_per_gpu;
 
-  const MemoryReport memory =
-      memory_report(config.model, config.layout, config.training, gpu.hbm_bytes);
+  const MemoryReport& memory = program.memory;
   s.hbm_bytes = memory.hbm_bytes;
   s.peak_bytes = memory.peak_bytes;
   s.fits_in_memory = memory.fits_in_memory;

@@ -438,6 +438,10 @@ double graph_flops(const OpGraph& graph) {
 
 }  // namespace
 
+std::vector<std::int64_t> simulated_global_ranks(const Layout& layout, Fidelity fidelity) {
+  return simulated_ranks(layout, layout.ranks(), fidelity);
+}
+
 StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fidelity) {
   const RankLayout ranks = config.layout.ranks();
   const std::int64_t world = ranks.world_size();
@@ -494,6 +498,7 @@ StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fi
   groups.move_into(program);
   program.payloads = payloads.release();
   program.class_offsets = class_offsets(config.layout, ranks, program.global_rank, fidelity);
+  program.memory = std::move(in.memory);
   return program;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/memory.hpp"
 #include "models/run_config.hpp"
 #include "sim/graph/op_graph.hpp"
 #include "sim/hw/gpu_model.hpp"
@@ -48,8 +49,12 @@ struct StepProgram {
   // Per simulated rank: the other ranks of its class as offsets from its global rank (0 first;
   // just {0} in full fidelity). The network charges a collective's copies on them.
   std::vector<std::vector<int>> class_offsets;
+  MemoryReport memory;  // the analytical memory of every stage (models/memory.hpp)
 };
 
 StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fidelity);
+
+// The global ranks build_step simulates (StepProgram::global_rank), known before building.
+std::vector<std::int64_t> simulated_global_ranks(const Layout& layout, Fidelity fidelity);
 
 }  // namespace wallsim::models

@@ -20,6 +20,7 @@
 using namespace wallsim;
 using namespace wallsim::models;
 using nlohmann::json;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -86,6 +87,25 @@ TEST_CASE("trace ranks: one per stage by default, a list, or all; unknown ranks 
   CHECK(select_trace_ranks(full.program, "", true, 4).size() == 4);
   CHECK_THROWS_AS(select_trace_ranks(full.program, "1-x", true), InputError);
   CHECK_THROWS_AS(select_trace_ranks(symmetric.program, "7", false), InputError);
+}
+
+TEST_CASE("trace ranks are checked against the config before anything is simulated",
+          "[models][report]") {
+  // pp 2 on 8 GPUs, symmetric: the simulated ranks are one per stage, the ranks
+  // simulated_global_ranks names and build_step then simulates.
+  const RunConfig symmetric = small_config({"parallel.pp=2", "parallel.tp=1"});
+  const auto simulated = simulated_global_ranks(symmetric.layout, Fidelity::kSymmetric);
+  CHECK(simulated == run(symmetric).program.global_rank);
+  const std::string first = std::to_string(simulated.front());
+  CHECK_NOTHROW(check_trace_ranks(symmetric, first));
+  CHECK_NOTHROW(check_trace_ranks(symmetric, "all"));
+  CHECK_THROWS_WITH(check_trace_ranks(symmetric, "7"), Contains("not a simulated rank"));
+  CHECK_THROWS_WITH(check_trace_ranks(symmetric, "0-99999999999"),
+                    Contains("not a rank of this run (ranks 0-7)"));
+  CHECK_THROWS_WITH(check_trace_ranks(symmetric, "1-x"), Contains("such as 0,8-15"));
+  const RunConfig full =
+      small_config({"parallel.pp=2", "parallel.tp=1", "simulation.fidelity=full"});
+  CHECK_NOTHROW(check_trace_ranks(full, "7"));
 }
 
 TEST_CASE("link usage: the busiest links in order, NVLink carrying the traffic of one node",
