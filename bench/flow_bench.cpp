@@ -28,8 +28,8 @@ struct Transfer {
   Time start;
 };
 
-// `rounds` random permutations of the GPUs, each pair on different nodes (so every flow
-// crosses the fabric), 1-64 MiB each, started 10 ns apart: all flows overlap and every start
+// `rounds` random permutations of the GPUs, each pair in different NVLink domains (so every
+// flow crosses the fabric), 1-64 MiB each, started 10 ns apart: all flows overlap and every start
 // and every end recomputes rates. Fixed seed: every run times the same work.
 std::vector<Transfer> permutation_traffic(const wallsim::Topology& topology, int rounds) {
   std::mt19937_64 random(2024);
@@ -41,7 +41,7 @@ std::vector<Transfer> permutation_traffic(const wallsim::Topology& topology, int
     std::shuffle(destination.begin(), destination.end(), random);
     for (int src = 0; src < gpus; ++src) {
       int dst = destination[src];
-      while (topology.node_of(dst) == topology.node_of(src)) dst = int(random() % gpus);
+      while (topology.domain_of(dst) == topology.domain_of(src)) dst = int(random() % gpus);
       const double bytes = double(1 + random() % 64) * (1 << 20);
       const auto start = Time::from_ns(10.0 * double(transfers.size()));
       transfers.push_back(Transfer{topology.route(src, dst), bytes, start});

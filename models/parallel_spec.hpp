@@ -25,7 +25,7 @@ const char* to_string(Axis axis);
 
 // How MoE tokens reach their experts (Megatron-Core's --moe-token-dispatcher-type;
 // models/step/moe_ops.hpp): an all-to-all over EP, an all-gather over ETP×EP, or one exchange
-// that sends a token to each node once.
+// that sends a token to each NVLink domain once.
 enum class MoeDispatcher { kAllToAll, kAllGather, kFlex };
 const char* to_string(MoeDispatcher dispatcher);  // "alltoall", "allgather", "flex"
 // The inverse of to_string; nullopt for any other spelling.

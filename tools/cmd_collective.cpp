@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,13 @@ nlohmann::json to_json(const CollectiveResult& result) {
           {"protocol", protocol_name(result.protocol)}};
 }
 
+// Hosts the group touches (an NVLink domain may span several).
+int nodes_touched(const Topology& topology, const std::vector<int>& ranks) {
+  std::set<int> nodes;
+  for (int rank : ranks) nodes.insert(topology.node_of(rank));
+  return static_cast<int>(nodes.size());
+}
+
 void print_table(const std::vector<CollectiveResult>& results, const std::string& cluster,
                  const std::string& network, int nodes) {
   const auto& first = results.front();
@@ -127,8 +135,7 @@ int run(const CollectiveOptions& options) {
     for (const auto& result : results) out.push_back(to_json(result));
     std::cout << (results.size() == 1 ? out.front() : out).dump(2) << "\n";
   } else {
-    const GroupLayout layout = layout_group(topology, base.ranks);
-    print_table(results, cluster.name, options.network, layout.nodes());
+    print_table(results, cluster.name, options.network, nodes_touched(topology, base.ranks));
   }
   return 0;
 }

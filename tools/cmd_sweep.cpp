@@ -63,7 +63,7 @@ SweepSetup load_setup(const SweepOptions& options) {
       {}};
   const auto& parsed = setup.base.parsed;
   setup.space = models::default_space({parsed.model.layers, setup.base.num_gpus,
-                                       parsed.cluster.gpus_per_node, parsed.training.seq_len,
+                                       parsed.cluster.gpus_per_domain(), parsed.training.seq_len,
                                        parsed.model.moe ? parsed.model.moe->experts : 0});
   for (const auto& assignment : options.vary) {
     models::apply_vary(setup.space, assignment);

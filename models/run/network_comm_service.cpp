@@ -90,9 +90,9 @@ std::vector<std::vector<int>> class_offsets(const std::vector<std::int64_t>& glo
   return offsets;
 }
 
-bool NetworkCommService::within_one_node(const std::vector<int>& gpus) const {
+bool NetworkCommService::within_one_domain(const std::vector<int>& gpus) const {
   return std::all_of(gpus.begin(), gpus.end(), [&](int gpu) {
-    return topology_.node_of(gpu) == topology_.node_of(gpus.front());
+    return topology_.domain_of(gpu) == topology_.domain_of(gpus.front());
   });
 }
 
@@ -122,7 +122,7 @@ CollectivePlan NetworkCommService::plan_group(const std::vector<int>& ranks,
 
 // The replayed instance, then its copies on the rest of the first replayed member's class (a
 // group inside one class tiles it; a group across classes, such as the embedding group, is
-// shifted with them). A copy whose plan differs in shape (another node layout) is left out.
+// shifted with them). A copy whose plan differs in shape (another domain layout) is left out.
 NetworkCommService::Instances NetworkCommService::collective_instances(
     GroupIndex group, std::uint32_t payload) const {
   const std::vector<int>& ranks = program_.group_ranks.at(group);
@@ -131,10 +131,10 @@ NetworkCommService::Instances NetworkCommService::collective_instances(
   std::vector<int> sorted = ranks;
   std::sort(sorted.begin(), sorted.end());
   const bool inside_class = program_.groups.at(group).size() == 1;
-  // Inside one NVLink domain the copies run on other nodes' identical, private links: they
+  // Inside one NVLink domain the copies run on other GPUs' identical, private links: they
   // load nothing the replayed instance uses, so they are not charged (this keeps the cost of a
   // symmetric run independent of the data-parallel degree for TP collectives).
-  if (within_one_node(sorted)) return instances;
+  if (within_one_domain(sorted)) return instances;
   for (const auto& copy : group_copies(sorted, class_offsets_.at(first),
                                        static_cast<int>(program_.global_rank.at(first)),
                                        inside_class, topology_.num_gpus())) {
@@ -169,7 +169,7 @@ void NetworkCommService::start_transfer(RankIndex src, RankIndex dst, std::uint3
     const double bytes = program_.payloads.at(payload).bytes;
     Instances instances{plan_transfer(topology_, profile_, src_gpu, dst_gpu, bytes)};
     for (int offset : class_offsets_.at(src)) {
-      if (offset == 0 || within_one_node({src_gpu, dst_gpu})) continue;
+      if (offset == 0 || within_one_domain({src_gpu, dst_gpu})) continue;
       if (std::max(src_gpu, dst_gpu) + offset >= topology_.num_gpus()) continue;
       CollectivePlan plan =
           plan_transfer(topology_, profile_, src_gpu + offset, dst_gpu + offset, bytes);

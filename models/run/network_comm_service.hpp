@@ -36,7 +36,7 @@ class NetworkCommService final : public CommService {
   using Instances = std::vector<CollectivePlan>;
   Instances collective_instances(GroupIndex group, std::uint32_t payload) const;
   CollectivePlan plan_group(const std::vector<int>& ranks, std::uint32_t payload) const;
-  bool within_one_node(const std::vector<int>& gpus) const;
+  bool within_one_domain(const std::vector<int>& gpus) const;
 
   Engine& engine_;
   const Topology& topology_;

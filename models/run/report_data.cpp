@@ -17,21 +17,22 @@ namespace {
 const std::vector<std::string> kStreamNames = {
     "compute", "tp", "dp", "pp send fwd", "pp send bwd", "pp recv fwd", "pp recv bwd", "cp", "ep"};
 
-bool crosses_nodes(const RunConfig& config, const std::vector<std::int64_t>& ranks) {
-  const std::int64_t per_node = config.cluster.gpus_per_node;
+// Whether the ranks leave one NVLink domain, so that their traffic takes the network.
+bool crosses_domains(const RunConfig& config, const std::vector<std::int64_t>& ranks) {
+  const std::int64_t per_domain = config.cluster.gpus_per_domain();
   for (std::int64_t rank : ranks) {
-    if (rank / per_node != ranks.front() / per_node) return true;
+    if (rank / per_domain != ranks.front() / per_domain) return true;
   }
   return false;
 }
 
-bool op_crosses_nodes(const RunConfig& config, const StepProgram& program, RankIndex rank,
-                      const Op& op) {
+bool op_crosses_domains(const RunConfig& config, const StepProgram& program, RankIndex rank,
+                        const Op& op) {
   if (op.kind == OpKind::kCollective) {
     const auto& members = program.group_ranks.at(op.group);
-    return crosses_nodes(config, std::vector<std::int64_t>(members.begin(), members.end()));
+    return crosses_domains(config, std::vector<std::int64_t>(members.begin(), members.end()));
   }
-  return crosses_nodes(config, {program.global_rank.at(rank), program.global_rank.at(op.peer)});
+  return crosses_domains(config, {program.global_rank.at(rank), program.global_rank.at(op.peer)});
 }
 
 InputError not_simulated(std::int64_t global_rank) {
@@ -48,7 +49,7 @@ RankIndex simulated_index(const StepProgram& program, std::int64_t global_rank) 
 void add_exposure(RunSummary& summary, const RunConfig& config, const StepProgram& program) {
   const RankIndex critical = simulated_index(program, summary.critical_rank);
   if (critical >= static_cast<RankIndex>(program.graphs.size())) return;
-  std::map<int, bool> network;  // comm group -> crosses nodes
+  std::map<int, bool> network;  // comm group -> crosses domains
   const OpGraph& graph = program.graphs[critical];
   for (OpIndex i = 0; i < graph.size(); ++i) {
     const Op& op = graph.op(i);
@@ -56,7 +57,7 @@ void add_exposure(RunSummary& summary, const RunConfig& config, const StepProgra
       continue;
     }
     const int group = op.category - static_cast<int>(OpCategory::kTp);
-    network[group] = network[group] || op_crosses_nodes(config, program, critical, op);
+    network[group] = network[group] || op_crosses_domains(config, program, critical, op);
   }
   for (int g = 0; g < kCommGroupCount; ++g) {
     const double exposed = summary.time.exposed_comm_s[g];
@@ -206,7 +207,7 @@ TraceInput trace_input(const RunConfig& config, const SimulationResult& result,
                        ? static_cast<int>(program.group_ranks.at(op.group).size())
                        : 2;
     detail.wire_bytes = payload.bytes * bus_bandwidth_factor(payload.op, detail.ranks);
-    detail.crosses_nodes = op_crosses_nodes(config, program, rank.simulated, op);
+    detail.crosses_domains = op_crosses_domains(config, program, rank.simulated, op);
     return detail;
   };
   return input;

@@ -16,7 +16,7 @@ namespace wallsim::models {
 inline constexpr std::size_t kBusiestLinks = 10;
 
 // Fills summary.exposure_by_group (groups the critical rank communicates on; tier "network"
-// when any of its ops of that group crosses nodes), link_tiers and busiest_links
+// when any of its ops of that group crosses NVLink domains), link_tiers and busiest_links
 // (busy_s = bytes / effective capacity; utilization = busy_s / step). In symmetric fidelity
 // only the simulated ranks' collectives are counted on the links.
 void add_communication_report(RunSummary& summary, const RunConfig& config,

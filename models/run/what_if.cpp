@@ -51,7 +51,7 @@ std::vector<Candidate> candidates(const RunConfig& config) {
   };
   const std::string pp = std::to_string(sizes.pp * 2);
   list.push_back({"pp=" + pp, with_dp({"parallel.pp=" + pp})});
-  if (sizes.tp * 2 <= config.cluster.gpus_per_node) {
+  if (sizes.tp * 2 <= config.cluster.gpus_per_domain()) {
     const std::string tp = std::to_string(sizes.tp * 2);
     list.push_back({"tp=" + tp, with_dp({"parallel.tp=" + tp})});
   }

@@ -30,7 +30,8 @@ std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile
 using ConfigVariant = std::function<RunConfig(const std::vector<std::string>& overrides)>;
 
 // Candidates, each alone: recompute selective, recompute full, distributed optimizer, micro-batch
-// halved, pp ×2, tp ×2 (within a node); and the memory-saving training switches together.
+// halved, pp ×2, tp ×2 (within an NVLink domain); and the memory-saving training switches
+// together.
 // Only those that change something are listed; each with its analytical peak and whether it
 // fits in `hbm_bytes`.
 std::vector<FitCandidate> fit_suggestions(const RunConfig& config, const ConfigVariant& variant,

@@ -94,7 +94,7 @@ Deps MoeOps::dispatch(const std::string& pass, const Deps& deps) {
   }
   if (setting_.dispatcher == MoeDispatcher::kFlex) {
     const double flex_rows =
-        load_.tokens * d(std::min<std::int64_t>(moe_.topk, setting_.tp_ep_nodes));
+        load_.tokens * d(std::min<std::int64_t>(moe_.topk, setting_.tp_ep_domains));
     return {exchange("moe dispatch " + pass, CollectiveOp::kAllToAll, flex_rows * row_bytes(),
                      setting_.tp_ep_group, deps)};
   }
@@ -118,7 +118,7 @@ Deps MoeOps::combine(const std::string& pass, const Deps& deps) {
   }
   if (setting_.dispatcher == MoeDispatcher::kFlex) {
     const double flex_rows =
-        load_.tokens * d(std::min<std::int64_t>(moe_.topk, setting_.tp_ep_nodes));
+        load_.tokens * d(std::min<std::int64_t>(moe_.topk, setting_.tp_ep_domains));
     return {exchange("moe combine " + pass, CollectiveOp::kAllToAll, flex_rows * row_bytes(),
                      setting_.tp_ep_group, deps)};
   }

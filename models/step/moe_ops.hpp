@@ -15,8 +15,8 @@
 //              E·C rows with a capacity (C = ceil(T·k/E · capacity_factor) per expert and source
 //              rank, padded); all-gather / reduce-scatter over ETP when etp > 1.
 //   allgather  all-gather of T rows over ETP×EP, reduce-scatter back.
-//   flex       one all-to-all over ETP×EP where a token crosses to each node once: T·min(k, nodes
-//              of the group) rows.
+//   flex       one all-to-all over ETP×EP where a token crosses the network to each NVLink domain
+//              once and fans out over NVLink there: T·min(k, domains of the group) rows.
 // Load: uniform routing sends every local expert T·k/E rows from each source rank. With
 // `router_imbalance` the rank whose experts draw the most tokens receives ep·T·k·(its share)
 // rows; the all-to-all moves that many rows per rank (its straggler) and every rank's grouped
@@ -40,7 +40,7 @@ struct MoeSetting {
   std::int64_t ep = 1, etp = 1;
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
   GroupIndex ep_group = 0, etp_group = 0, tp_ep_group = 0;
-  std::int64_t tp_ep_nodes = 1;  // nodes the ETP×EP group spans (flex)
+  std::int64_t tp_ep_domains = 1;  // NVLink domains the ETP×EP group spans (flex)
 };
 
 // Routing arithmetic of one MoE layer on one rank, per micro-batch.

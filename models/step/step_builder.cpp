@@ -221,9 +221,9 @@ MoeSetting moe_setting(const StepInputs& in, GroupTable& table, std::int64_t ran
   } else {
     const auto& members = in.tp_ep.of(rank);
     moe.tp_ep_group = table.index(members);
-    std::set<std::int64_t> nodes;
-    for (std::int64_t r : members) nodes.insert(r / in.config.cluster.gpus_per_node);
-    moe.tp_ep_nodes = static_cast<std::int64_t>(nodes.size());
+    std::set<std::int64_t> domains;
+    for (std::int64_t r : members) domains.insert(r / in.config.cluster.gpus_per_domain());
+    moe.tp_ep_domains = static_cast<std::int64_t>(domains.size());
   }
   return moe;
 }

@@ -179,7 +179,7 @@ SweepSpace default_space(const SpaceShape& shape) {
   SweepSpace space;
   space.tp.clear();
   for (std::int64_t tp : {1, 2, 4, 8}) {
-    if (tp <= shape.gpus_per_node && shape.num_gpus % tp == 0) space.tp.push_back(tp);
+    if (tp <= shape.gpus_per_domain && shape.num_gpus % tp == 0) space.tp.push_back(tp);
   }
   if (space.tp.empty()) space.tp.push_back(1);
   space.pp.clear();

@@ -5,12 +5,12 @@
 // distributed optimizer, overlap), so an index names the same point on every machine and in
 // every shard.
 // The default space (default_space) on a dense model: tp ∈ {1,2,4,8}
-// within a node, sequence parallelism on, cp = 1 (∈ {1,2,4,8} from 16K tokens), pp over the
-// divisors of the GPU count that fit the layers, vpp over the splits the layers allow, micro_batch
-// ∈ {1,2,4}, recompute ∈ {none, selective, full}, distributed optimizer and overlaps on. On a
-// mixture-of-experts model also ep ∈ {1,2,4,…,64} (dividing the expert count), etp ∈ {1,2,4,8}
-// within a node and the dispatcher ∈ {alltoall, allgather}. `--vary k=v,...` replaces a knob's
-// list (apply_vary).
+// within an NVLink domain, sequence parallelism on, cp = 1 (∈ {1,2,4,8} from 16K tokens), pp over
+// the divisors of the GPU count that fit the layers, vpp over the splits the layers allow,
+// micro_batch ∈ {1,2,4}, recompute ∈ {none, selective, full}, distributed optimizer and overlaps
+// on. On a mixture-of-experts model also ep ∈ {1,2,4,…,64} (dividing the expert count), etp ∈
+// {1,2,4,8} within an NVLink domain and the dispatcher ∈ {alltoall, allgather}. `--vary k=v,...`
+// replaces a knob's list (apply_vary).
 #pragma once
 
 #include <cstdint>
@@ -72,17 +72,17 @@ bool sweeps_experts(const SweepSpace& space);
 struct SpaceShape {
   std::int64_t layers = 1;
   std::int64_t num_gpus = 1;
-  std::int64_t gpus_per_node = 8;
+  std::int64_t gpus_per_domain = 8;  // GPUs of one NVLink domain, where TP belongs
   std::int64_t seq_len = 0;
   std::int64_t experts = 0;  // routed experts; 0 for a dense model
 };
 
 // The default space for a dense model of `layers` on `num_gpus` GPUs (see the header comment):
-// tp ∈ {1,2,4,8} ≤ gpus_per_node; pp: every divisor of num_gpus that is ≤ layers; vpp: 1 and
+// tp ∈ {1,2,4,8} ≤ gpus_per_domain; pp: every divisor of num_gpus that is ≤ layers; vpp: 1 and
 // every v > 1 with layers % (pp·v) == 0 for some pp in the list; cp = 1, or from 16K tokens on
 // cp ∈ {1,2,4,8} (dividing num_gpus), where context parallelism starts to pay. With experts:
 // ep over the powers of two up to 64 that divide the experts and num_gpus, etp ∈ {1,2,4,8} ≤
-// gpus_per_node, dispatcher ∈ {alltoall, allgather}.
+// gpus_per_domain, dispatcher ∈ {alltoall, allgather}.
 SweepSpace default_space(const SpaceShape& shape);
 
 // Applies one "--vary" assignment "knob=v1,v2,..." (integers for sizes; none|selective|full for

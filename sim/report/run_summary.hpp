@@ -59,7 +59,7 @@ struct Walls {
 struct GroupExposure {
   std::string group;  // "tp", "cp", "ep", "dp", "pp"
   double exposed_s = 0;
-  std::string tier;  // "nvlink" (one node) or "network" (crosses nodes)
+  std::string tier;  // "nvlink" (one NVLink domain) or "network" (crosses domains)
 };
 
 // What one link carried during the step. busy_s = bytes / effective capacity: the time the

@@ -17,11 +17,11 @@ namespace wallsim {
 
 // A communication op as the reports show it.
 struct CommDetail {
-  std::string op;              // "all_reduce", "all_gather", ..., "send_recv"
-  double bytes = 0;            // S as nccl-tests counts it
-  double wire_bytes = 0;       // what this rank sends (all-reduce: 2(n-1)/n S)
-  int ranks = 0;               // members of the real group (2 for a transfer)
-  bool crosses_nodes = false;  // traffic leaves the node (network) rather than NVLink only
+  std::string op;                // "all_reduce", "all_gather", ..., "send_recv"
+  double bytes = 0;              // S as nccl-tests counts it
+  double wire_bytes = 0;         // what this rank sends (all-reduce: 2(n-1)/n S)
+  int ranks = 0;                 // members of the real group (2 for a transfer)
+  bool crosses_domains = false;  // traffic leaves the NVLink domain (network), not NVLink only
 };
 
 struct TraceRank {

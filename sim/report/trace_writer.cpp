@@ -64,7 +64,7 @@ std::string op_args(const TraceInput& input, const TraceRank& rank, OpIndex inde
   const CommDetail detail = input.comm_detail(rank, op);
   args += ",\"collective\":" + json_quote(detail.op) + ",\"bytes\":" + number(detail.bytes) +
           ",\"ranks\":" + std::to_string(detail.ranks) + ",\"tier\":\"" +
-          (detail.crosses_nodes ? "network" : "nvlink") + "\"";
+          (detail.crosses_domains ? "network" : "nvlink") + "\"";
   if (op.kind == OpKind::kCollective) args += ",\"group\":" + std::to_string(op.group);
   return args;
 }
@@ -145,8 +145,8 @@ void write_link_counter(const TraceInput& input, const TraceRank& rank, EventStr
     if (to <= from) continue;
     const CommDetail detail = input.comm_detail(rank, op);
     const double rate = detail.wire_bytes / (double(to - from) * 1e-9) / 1e9;
-    const double nvlink = detail.crosses_nodes ? 0 : rate,
-                 network = detail.crosses_nodes ? rate : 0;
+    const double nvlink = detail.crosses_domains ? 0 : rate,
+                 network = detail.crosses_domains ? rate : 0;
     changes.push_back({from, nvlink, network});
     changes.push_back({to, -nvlink, -network});
   }

@@ -14,7 +14,7 @@ GroupLayout layout_group(const Topology& topology, const std::vector<int>& ranks
     throw InputError("command line", "--group", std::to_string(ranks.size()) + " rank(s)",
                      "a collective needs at least 2 ranks");
   }
-  std::map<int, std::vector<int>> by_node;
+  std::map<int, std::vector<int>> by_domain;
   std::set<int> seen;
   for (int rank : ranks) {
     if (rank < 0 || rank >= topology.num_gpus()) {
@@ -25,17 +25,17 @@ GroupLayout layout_group(const Topology& topology, const std::vector<int>& ranks
     if (!seen.insert(rank).second) {
       throw InputError("command line", "--group", std::to_string(rank), "rank listed twice");
     }
-    by_node[topology.node_of(rank)].push_back(rank);
+    by_domain[topology.domain_of(rank)].push_back(rank);
   }
   GroupLayout layout;
   layout.ranks = static_cast<int>(ranks.size());
-  for (auto& [node, members] : by_node) {
+  for (auto& [domain, members] : by_domain) {
     std::sort(members.begin(), members.end());
-    layout.by_node.push_back(std::move(members));
+    layout.by_domain.push_back(std::move(members));
   }
-  layout.per_node = static_cast<int>(layout.by_node.front().size());
-  for (const auto& members : layout.by_node) {
-    if (static_cast<int>(members.size()) != layout.per_node) layout.per_node = 0;
+  layout.per_domain = static_cast<int>(layout.by_domain.front().size());
+  for (const auto& members : layout.by_domain) {
+    if (static_cast<int>(members.size()) != layout.per_domain) layout.per_domain = 0;
   }
   return layout;
 }

@@ -30,20 +30,23 @@ struct CollectivePlan {
   Algorithm algorithm = Algorithm::kRing;
   Protocol protocol = Protocol::kSimple;
   int ranks = 0;
-  int nodes = 0;
+  int domains = 0;   // NVLink domains the ranks span
   double bytes = 0;  // S as requested
   Time latency;
   Time min_transfer_time;
   std::vector<Phase> phases;
 };
 
-// How a group of ranks sits on the nodes: ranks grouped by node (nodes in ascending order,
-// ranks within a node ascending). `per_node` is the common count, 0 when nodes differ.
+// How a group of ranks sits on the NVLink domains: ranks grouped by domain (domains in
+// ascending order, ranks within a domain ascending). `per_domain` is the common count, 0 when
+// domains differ. NCCL's algorithms treat a multi-node NVLink domain as one node (MNNVL): its
+// ranks meet over NVLink, and only traffic between domains takes the NICs; so the "nodes" of
+// the algorithms and of NCCL's latency model are domains here.
 struct GroupLayout {
-  std::vector<std::vector<int>> by_node;
+  std::vector<std::vector<int>> by_domain;
   int ranks = 0;
-  int per_node = 0;
-  int nodes() const { return static_cast<int>(by_node.size()); }
+  int per_domain = 0;
+  int domains() const { return static_cast<int>(by_domain.size()); }
 };
 
 // Throws InputError when a rank is outside the topology, repeated, or fewer than 2 ranks.

@@ -46,9 +46,9 @@ Time nvls_latency(const CommProfile& profile) {
   return Time::from_us(profile.nvls.base_us[p] + profile.nvls.nvlink_us[p]);
 }
 
-Time p2p_latency(const CommProfile& profile, bool crosses_nodes) {
+Time p2p_latency(const CommProfile& profile, bool crosses_domains) {
   const int p = protocol_index(Protocol::kSimple);
-  const double hop_us = crosses_nodes ? profile.p2p.net_us[p] : profile.p2p.nvlink_us[p];
+  const double hop_us = crosses_domains ? profile.p2p.net_us[p] : profile.p2p.nvlink_us[p];
   return Time::from_us(profile.p2p.base_us[p] + hop_us);
 }
 

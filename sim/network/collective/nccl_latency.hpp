@@ -8,6 +8,7 @@
 
 namespace wallsim {
 
+// A node here is what NCCL counts as one: an NVLink domain (see GroupLayout).
 struct GroupShape {
   int ranks = 0;
   int nodes = 0;
@@ -28,7 +29,8 @@ Time tree_latency(const CommProfile& profile, Protocol protocol, const GroupShap
 // NVLS: base + NVLink term (25 µs on Hopper).
 Time nvls_latency(const CommProfile& profile);
 
-// Point-to-point (send/recv, all-to-all): one Simple step over NVLink or the network.
-Time p2p_latency(const CommProfile& profile, bool crosses_nodes);
+// Point-to-point (send/recv, all-to-all): one Simple step over NVLink (within one domain) or
+// the network.
+Time p2p_latency(const CommProfile& profile, bool crosses_domains);
 
 }  // namespace wallsim

@@ -7,7 +7,7 @@ Transfer make_transfer(const Topology& topology, int src, int dst, double bytes)
   return Transfer{topology.route(src, dst), bytes};
 }
 
-// Inter-node hop leaving through the source GPU's own rail.
+// Hop between domains leaving through the source GPU's own rail.
 Transfer rail_transfer(const Topology& topology, int src, int dst, double bytes) {
   return Transfer{topology.network_route(src, dst, topology.rail_of(src)), bytes};
 }
@@ -21,25 +21,25 @@ double ring_send_fraction(CollectiveOp op, int n) {
 
 std::vector<int> flatten(const GroupLayout& layout) {
   std::vector<int> ranks;
-  for (const auto& members : layout.by_node)
+  for (const auto& members : layout.by_domain)
     ranks.insert(ranks.end(), members.begin(), members.end());
   return ranks;
 }
 
 }  // namespace
 
-// With several ranks per node, NCCL builds one ring per channel and rotates each ring's order
-// inside the node so that every GPU's NIC carries one ring's node crossing (hardware.md §3.3:
-// 8 NICs x 46-48 GB/s). Summed over the rings, each GPU sends (ppn-1)/ppn of its ring traffic
-// B over NVLink to a local peer and 1/ppn of it over its own rail to the same position on the
-// next node. With one node the ring is a plain NVLink ring; with uneven nodes a single ring in
-// node order.
+// With several ranks per domain, NCCL builds one ring per channel and rotates each ring's
+// order inside the domain so that every GPU's NIC carries one ring's domain crossing
+// (hardware.md §3.3: 8 NICs x 46-48 GB/s). Summed over the rings, each GPU sends (ppd-1)/ppd
+// of its ring traffic B over NVLink to a peer of its domain and 1/ppd of it over its own rail
+// to the same position on the next domain. With one domain the ring is a plain NVLink ring;
+// with uneven domains a single ring in domain order.
 std::vector<Phase> build_ring(const BuildInput& input) {
   const auto& layout = input.layout;
   const double per_rank =
       input.bytes * ring_send_fraction(input.op, layout.ranks) / input.payload_efficiency;
   Phase phase;
-  if (layout.nodes() == 1 || layout.per_node == 0) {
+  if (layout.domains() == 1 || layout.per_domain == 0) {
     const auto ranks = flatten(layout);
     for (std::size_t i = 0; i < ranks.size(); ++i) {
       phase.transfers.push_back(
@@ -47,16 +47,16 @@ std::vector<Phase> build_ring(const BuildInput& input) {
     }
     return {phase};
   }
-  const int ppn = layout.per_node;
-  const int nodes = layout.nodes();
-  for (int a = 0; a < nodes; ++a) {
-    const auto& here = layout.by_node[a];
-    const auto& next = layout.by_node[(a + 1) % nodes];
-    for (int i = 0; i < ppn; ++i) {
-      phase.transfers.push_back(rail_transfer(input.topology, here[i], next[i], per_rank / ppn));
-      if (ppn > 1) {
-        phase.transfers.push_back(make_transfer(input.topology, here[i], here[(i + 1) % ppn],
-                                                per_rank * (ppn - 1) / ppn));
+  const int ppd = layout.per_domain;
+  const int domains = layout.domains();
+  for (int a = 0; a < domains; ++a) {
+    const auto& here = layout.by_domain[a];
+    const auto& next = layout.by_domain[(a + 1) % domains];
+    for (int i = 0; i < ppd; ++i) {
+      phase.transfers.push_back(rail_transfer(input.topology, here[i], next[i], per_rank / ppd));
+      if (ppd > 1) {
+        phase.transfers.push_back(make_transfer(input.topology, here[i], here[(i + 1) % ppd],
+                                                per_rank * (ppd - 1) / ppd));
       }
     }
   }
@@ -70,19 +70,19 @@ int double_binary_tree_parent(int k, int n, int tree) {
 }
 
 // Each of the two trees carries half of S, reduced up and broadcast down, pipelined, so every
-// tree edge carries S/2 in each direction, spread over the rails the two nodes share. Inside a
-// node the ranks form a chain that carries S in each direction (both trees' halves).
+// tree edge carries S/2 in each direction, spread over the rails the two domains share. Inside
+// a domain the ranks form a chain that carries S in each direction (both trees' halves).
 std::vector<Phase> build_tree(const BuildInput& input) {
   const auto& layout = input.layout;
-  const int nodes = layout.nodes();
+  const int domains = layout.domains();
   const double half = input.bytes / 2 / input.payload_efficiency;
   Phase phase;
   for (int tree = 0; tree < 2; ++tree) {
-    for (int k = 0; k < nodes; ++k) {
-      const int parent = double_binary_tree_parent(k, nodes, tree);
+    for (int k = 0; k < domains; ++k) {
+      const int parent = double_binary_tree_parent(k, domains, tree);
       if (parent < 0) continue;
-      const auto& child_ranks = layout.by_node[k];
-      const auto& parent_ranks = layout.by_node[parent];
+      const auto& child_ranks = layout.by_domain[k];
+      const auto& parent_ranks = layout.by_domain[parent];
       const std::size_t lanes = std::min(child_ranks.size(), parent_ranks.size());
       for (std::size_t i = 0; i < lanes; ++i) {
         const double bytes = half / static_cast<double>(lanes);
@@ -94,7 +94,7 @@ std::vector<Phase> build_tree(const BuildInput& input) {
     }
   }
   const double chain = input.bytes / input.payload_efficiency;
-  for (const auto& members : layout.by_node) {
+  for (const auto& members : layout.by_domain) {
     for (std::size_t i = 0; i + 1 < members.size(); ++i) {
       phase.transfers.push_back(make_transfer(input.topology, members[i], members[i + 1], chain));
       phase.transfers.push_back(make_transfer(input.topology, members[i + 1], members[i], chain));

@@ -22,7 +22,7 @@ struct BuildInput {
 
 // Ring (all-reduce = reduce-scatter + all-gather, pipelined; all-gather; reduce-scatter).
 std::vector<Phase> build_ring(const BuildInput& input);
-// Tree all-reduce: a chain inside each node and a double binary tree across nodes.
+// Tree all-reduce: a chain inside each NVLink domain and a double binary tree across domains.
 std::vector<Phase> build_tree(const BuildInput& input);
 // NVLink SHARP all-reduce inside one NVSwitch domain; `nvls_efficiency` from the profile.
 std::vector<Phase> build_nvls(const BuildInput& input, double nvls_efficiency);
@@ -31,9 +31,10 @@ std::vector<Phase> build_pairwise(const BuildInput& input);
 // Send/recv: rank i sends S to rank i+1 (cyclically), as nccl-tests' sendrecv does.
 std::vector<Phase> build_p2p(const BuildInput& input);
 
-// Parent of node position `k` in tree `tree` (0 or 1) of the double binary tree over `n`
-// nodes; -1 for the root. Tree 0 is a heap-ordered binary tree (parent (k-1)/2); tree 1 is its
-// mirror image (position n-1-k), so every interior node of one tree is a leaf of the other.
+// Parent of position `k` in tree `tree` (0 or 1) of the double binary tree over `n` domains
+// (NCCL's nodes); -1 for the root. Tree 0 is a heap-ordered binary tree (parent (k-1)/2);
+// tree 1 is its mirror image (position n-1-k), so every interior node of one tree is a leaf of
+// the other.
 int double_binary_tree_parent(int k, int n, int tree);
 
 }  // namespace wallsim

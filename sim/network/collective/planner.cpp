@@ -12,8 +12,8 @@ namespace {
 constexpr Protocol kAllProtocols[] = {Protocol::kLL, Protocol::kLL128, Protocol::kSimple};
 
 GroupShape shape_of(const GroupLayout& layout) {
-  GroupShape shape{layout.ranks, layout.nodes(), 0};
-  for (const auto& members : layout.by_node) {
+  GroupShape shape{layout.ranks, layout.domains(), 0};
+  for (const auto& members : layout.by_domain) {
     shape.max_per_node = std::max(shape.max_per_node, static_cast<int>(members.size()));
   }
   return shape;
@@ -82,7 +82,7 @@ std::vector<PlanChoice> allowed_choices(const Topology& topology, CollectiveOp o
   switch (op) {
     case CollectiveOp::kAllReduce:
       for (Protocol p : kAllProtocols) choices.push_back({Algorithm::kRing, p});
-      if (layout.nodes() > 1) {
+      if (layout.domains() > 1) {
         for (Protocol p : kAllProtocols) choices.push_back({Algorithm::kTree, p});
       } else if (topology.spec().nvlink.nvls && layout.ranks > 2) {
         choices.push_back({Algorithm::kNvls, Protocol::kSimple});
@@ -110,7 +110,7 @@ CollectivePlan build_plan(const Topology& topology, const CommProfile& profile,
   plan.algorithm = choice.algorithm;
   plan.protocol = choice.protocol;
   plan.ranks = layout.ranks;
-  plan.nodes = layout.nodes();
+  plan.domains = layout.domains();
   plan.bytes = request.bytes;
   const GroupShape shape = shape_of(layout);
   plan.latency = latency_of(profile, request, shape, choice);
@@ -156,8 +156,8 @@ CollectivePlan plan_collective(const Topology& topology, const CommProfile& prof
                      std::string(request.algorithm ? algorithm_name(*request.algorithm) : "any") +
                          "/" + (request.protocol ? protocol_name(*request.protocol) : "any"),
                      std::string("not available for ") + op_name(request.op) + " on " +
-                         std::to_string(layout.nodes()) +
-                         " node(s); available: " + describe(allowed));
+                         std::to_string(layout.domains()) +
+                         " NVLink domain(s); available: " + describe(allowed));
   }
   CollectivePlan best;
   Time best_time = Time::max();
@@ -179,9 +179,9 @@ CollectivePlan plan_transfer(const Topology& topology, const CommProfile& profil
   plan.algorithm = Algorithm::kP2p;
   plan.protocol = Protocol::kSimple;
   plan.ranks = 2;
-  plan.nodes = topology.node_of(src) == topology.node_of(dst) ? 1 : 2;
+  plan.domains = topology.domain_of(src) == topology.domain_of(dst) ? 1 : 2;
   plan.bytes = bytes;
-  plan.latency = p2p_latency(profile, plan.nodes > 1);
+  plan.latency = p2p_latency(profile, plan.domains > 1);
   plan.phases.push_back(Phase{{Transfer{topology.route(src, dst), bytes}}});
   return plan;
 }

@@ -16,7 +16,7 @@ struct PlanChoice {
 };
 
 // The (algorithm, protocol) pairs NCCL allows: all-reduce ring x {LL, LL128, Simple}, tree x
-// {LL, LL128, Simple} across nodes, NVLS x Simple inside one NVSwitch domain with NVLS;
+// {LL, LL128, Simple} across NVLink domains, NVLS x Simple inside one domain with NVLS;
 // all-gather and reduce-scatter ring x all protocols; all-to-all pairwise; send/recv p2p
 // (Simple).
 std::vector<PlanChoice> allowed_choices(const Topology& topology, CollectiveOp op,

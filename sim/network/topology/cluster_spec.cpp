@@ -1,5 +1,7 @@
 #include "sim/network/topology/cluster_spec.hpp"
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -10,9 +12,27 @@
 namespace wallsim {
 namespace {
 
+// A scale-up domain is whole nodes on one NVSwitch fabric; absent, it is one node. Nodes
+// without an NVSwitch have nothing to join them over NVLink.
+std::optional<int> parse_domain_gpus(JsonObject& object, int gpus_per_node, bool nvswitch) {
+  constexpr std::int64_t kMaxDomainGpus = 1 << 16;  // far beyond any NVLink domain
+  const auto node = object.find("domain_gpus");
+  if (!node) return std::nullopt;
+  const auto gpus = static_cast<int>(node->as_integer(gpus_per_node, kMaxDomainGpus));
+  if (gpus % gpus_per_node != 0) {
+    node->fail("must be a multiple of gpus_per_node (" + std::to_string(gpus_per_node) + ")");
+  }
+  if (gpus > gpus_per_node && !nvswitch) {
+    node->fail(
+        "a domain of several nodes needs an NVSwitch: set nvswitch to true or domain_gpus to " +
+        std::to_string(gpus_per_node));
+  }
+  return gpus;
+}
+
 // Bandwidths and latencies are finite by JsonNode's rules; a latency of zero is allowed (an
 // ideal wire), a bandwidth of zero is not (nothing would ever arrive).
-NvlinkSpec parse_nvlink(JsonObject object) {
+NvlinkSpec parse_nvlink(JsonObject object, int gpus_per_node) {
   NvlinkSpec nvlink;
   nvlink.bandwidth_GBps = object.positive("bandwidth_GBps");
   nvlink.latency_ns = object.number("latency_ns", 0);
@@ -21,6 +41,7 @@ NvlinkSpec parse_nvlink(JsonObject object) {
   if (nvlink.nvls && !nvlink.nvswitch) {
     object.at("nvls").fail("NVLink SHARP needs an NVSwitch: set nvswitch to true or nvls to false");
   }
+  nvlink.domain_gpus = parse_domain_gpus(object, gpus_per_node, nvlink.nvswitch);
   object.finish();
   return nvlink;
 }
@@ -61,11 +82,11 @@ void check_sources(const std::optional<JsonNode>& sources) {
 }
 
 void parse_node(JsonObject object, ClusterSpec& spec) {
-  constexpr std::int64_t kMaxGpusPerNode = 1024;  // NVL72-class domains fit with room to spare
+  constexpr std::int64_t kMaxGpusPerNode = 1024;  // far beyond any host
   spec.gpu = object.string("gpu");
   if (spec.gpu.empty()) object.at("gpu").fail("must name a GPU profile, e.g. \"h100-sxm\"");
   spec.gpus_per_node = static_cast<int>(object.integer("gpus_per_node", 1, kMaxGpusPerNode));
-  spec.nvlink = parse_nvlink(JsonObject(object.at("nvlink")));
+  spec.nvlink = parse_nvlink(JsonObject(object.at("nvlink")), spec.gpus_per_node);
   spec.nic = parse_nic(JsonObject(object.at("nic")), spec.gpus_per_node);
   object.finish();
 }

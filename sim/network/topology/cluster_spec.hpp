@@ -3,8 +3,13 @@
 // One cluster file serves any GPU count: the node count follows from the number of GPUs a run
 // asks for. Bandwidths here are line rates (what the datasheet says); the efficiencies NCCL
 // achieves on them come from the calibration profile, not from the cluster.
+//
+// Two groupings of GPUs: a node is the GPUs sharing a host (its NICs and PCIe); a scale-up
+// domain is the GPUs sharing one NVSwitch fabric (NVLink-reachable, NVLS possible). A domain
+// is whole nodes: one node on DGX-class machines, several in a rack-scale NVLink system.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace wallsim {
@@ -14,8 +19,10 @@ class JsonNode;
 struct NvlinkSpec {
   double bandwidth_GBps = 0;  // per GPU, per direction, line rate (H100: 450)
   double latency_ns = 0;      // one GPU -> NVSwitch -> GPU traversal
-  bool nvswitch = true;       // all GPUs of a node meet in one non-blocking crossbar
+  bool nvswitch = true;       // all GPUs of a domain meet in one non-blocking crossbar
   bool nvls = false;          // NVLink SHARP (in-switch reduction) available
+  // GPUs of one scale-up domain, a multiple of gpus_per_node; unset: the domain is one node.
+  std::optional<int> domain_gpus;
 };
 
 struct NicSpec {
@@ -40,6 +47,9 @@ struct ClusterSpec {
   NvlinkSpec nvlink;
   NicSpec nic;
   FabricSpec fabric;
+
+  // GPUs of one NVLink scale-up domain (gpus_per_node unless nvlink.domain_gpus says more).
+  int gpus_per_domain() const { return nvlink.domain_gpus.value_or(gpus_per_node); }
 };
 
 // Parses a cluster JSON object (see configs/clusters/README.md for the keys). Unknown keys are

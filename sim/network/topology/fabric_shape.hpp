@@ -3,6 +3,8 @@
 // so it can be checked by hand.
 //
 //   nodes        = ceil(num_gpus / gpus_per_node)   (one partial node below gpus_per_node)
+//   domains      = ceil(num_gpus / gpus_per_domain) (one NVSwitch fabric each; the last may
+//                                                   be partial)
 //   SUs          = ceil(nodes / scalable_unit_nodes)
 //   pods         = ceil(SUs / pod_scalable_units)
 //   leaves       = nic.per_node x SUs               (one leaf per rail per SU)
@@ -24,6 +26,7 @@ class FabricShape {
   FabricShape(const ClusterSpec& spec, int num_gpus)
       : gpus(num_gpus),
         nodes(ceil_div(num_gpus, spec.gpus_per_node)),
+        domains(ceil_div(num_gpus, spec.gpus_per_domain())),
         scalable_units(ceil_div(nodes, spec.fabric.scalable_unit_nodes)),
         pods(ceil_div(scalable_units, spec.fabric.pod_scalable_units)),
         spec_(spec) {}
@@ -52,6 +55,7 @@ class FabricShape {
 
   const int gpus;
   const int nodes;
+  const int domains;
   const int scalable_units;
   const int pods;
 

@@ -55,14 +55,14 @@ struct GraphData {
 struct VertexLayout {
   explicit VertexLayout(const FabricShape& shape)
       : nvswitch_base(shape.gpus),
-        nic_base(nvswitch_base + shape.nodes),
+        nic_base(nvswitch_base + shape.domains),
         leaf_base(nic_base + shape.nics()),
         spine_base(leaf_base + shape.leaves()),
         core_base(spine_base + shape.spine_tiers()),
         total(core_base + shape.cores()) {}
 
   std::size_t gpu(int g) const { return static_cast<std::size_t>(g); }
-  std::size_t nvswitch(int node) const { return nvswitch_base + node; }
+  std::size_t nvswitch(int domain) const { return nvswitch_base + domain; }
   std::size_t nic(int nic_index) const { return nic_base + nic_index; }
   std::size_t leaf(int leaf_index) const { return leaf_base + leaf_index; }
   std::size_t spine(int pod) const { return spine_base + pod; }
@@ -138,6 +138,7 @@ FabricShape checked_shape(const ClusterSpec& spec, int num_gpus) {
 Topology::Topology(ClusterSpec spec, int num_gpus) : spec_(std::move(spec)), num_gpus_(num_gpus) {
   const FabricShape shape = checked_shape(spec_, num_gpus);
   num_nodes_ = shape.nodes;
+  num_domains_ = shape.domains;
   graph_ = std::make_unique<Graph>(topology_detail::VertexLayout(shape).total);
   TopologyBuilder builder(shape, links_, *graph_);
   build_node_links(shape, builder);
@@ -153,7 +154,7 @@ void Topology::build_node_links(const FabricShape& shape, TopologyBuilder& build
   const auto& at = builder.layout;
   for (auto* ids : {&gpu_up_, &gpu_down_, &pcie_up_, &pcie_down_}) ids->resize(shape.gpus);
   for (int g = 0; g < shape.gpus; ++g) {
-    gpu_up_[g] = builder.connect(at.gpu(g), at.nvswitch(node_of(g)), nvlink_Bps, nvlink_half,
+    gpu_up_[g] = builder.connect(at.gpu(g), at.nvswitch(domain_of(g)), nvlink_Bps, nvlink_half,
                                  nvlink_half, LinkTier::kNvlink);
     gpu_down_[g] = gpu_up_[g] + 1;
     const int nic_index = node_of(g) * spec_.nic.per_node + rail_of(g);
@@ -250,9 +251,9 @@ bool Topology::has_core_tier() const {
 }
 
 Route Topology::nvlink_route(int src_gpu, int dst_gpu) const {
-  if (node_of(src_gpu) != node_of(dst_gpu)) {
+  if (domain_of(src_gpu) != domain_of(dst_gpu)) {
     throw std::invalid_argument("nvlink_route: GPUs " + std::to_string(src_gpu) + " and " +
-                                std::to_string(dst_gpu) + " are on different nodes");
+                                std::to_string(dst_gpu) + " are in different NVLink domains");
   }
   if (src_gpu == dst_gpu) return {};
   return {gpu_up_[src_gpu], gpu_down_[dst_gpu]};
@@ -269,7 +270,8 @@ Route Topology::network_route(int src_gpu, int dst_gpu, int rail) const {
     throw std::invalid_argument("network_route: no rail " + std::to_string(rail));
   }
   // The GPU that owns the rail-`rail` NIC: the GPU itself when it is on that rail, otherwise
-  // the node's first GPU on the rail, reached over NVLink (PXN).
+  // its own node's first GPU on the rail, reached over NVLink (PXN; one node is always within
+  // one domain).
   auto rail_gpu = [&](int gpu, int node) {
     return rail_of(gpu) == rail ? gpu : node * spec_.gpus_per_node + rail;
   };
@@ -298,7 +300,7 @@ Route Topology::network_route(int src_gpu, int dst_gpu, int rail) const {
 }
 
 Route Topology::route(int src_gpu, int dst_gpu) const {
-  if (node_of(src_gpu) == node_of(dst_gpu)) return nvlink_route(src_gpu, dst_gpu);
+  if (domain_of(src_gpu) == domain_of(dst_gpu)) return nvlink_route(src_gpu, dst_gpu);
   return network_route(src_gpu, dst_gpu, rail_of(dst_gpu));
 }
 
@@ -324,7 +326,7 @@ bool Topology::is_connected_path(const Route& route) const {
 
 Topology::Counts Topology::counts() const {
   const FabricShape shape(spec_, num_gpus_);
-  return Counts{shape.gpus,     shape.nodes,         shape.nics(),
+  return Counts{shape.gpus,     shape.domains,       shape.nics(),
                 shape.leaves(), shape.spine_tiers(), shape.cores()};
 }
 

@@ -7,9 +7,11 @@
 // likewise for spine to core.
 //
 // Rules (hardware.md §2): GPU g sits on node g / gpus_per_node with local index (and rail)
-// g % gpus_per_node. Node n belongs to scalable unit n / scalable_unit_nodes; a pod is
-// pod_scalable_units SUs under one spine tier; more than one pod adds a core tier. Leaf
-// (rail r, SU s) connects the rail-r NIC of every node of SU s.
+// g % gpus_per_node, and in scale-up domain g / gpus_per_domain: the GPUs of a domain share
+// one NVSwitch, those of a node share its NICs. A domain is one node on DGX-class clusters
+// and whole consecutive nodes on rack-scale NVLink systems. Node n belongs to scalable unit
+// n / scalable_unit_nodes; a pod is pod_scalable_units SUs under one spine tier; more than
+// one pod adds a core tier. Leaf (rail r, SU s) connects the rail-r NIC of every node of SU s.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +60,10 @@ class Topology {
   int num_nodes() const { return num_nodes_; }
   int gpus_per_node() const { return spec_.gpus_per_node; }
   int node_of(int gpu) const { return gpu / spec_.gpus_per_node; }
+  // The NVLink scale-up domain: GPUs on one NVSwitch fabric, whole nodes.
+  int num_domains() const { return num_domains_; }
+  int gpus_per_domain() const { return spec_.gpus_per_domain(); }
+  int domain_of(int gpu) const { return gpu / spec_.gpus_per_domain(); }
   int local_index(int gpu) const { return gpu % spec_.gpus_per_node; }
   int rail_of(int gpu) const { return local_index(gpu) % spec_.nic.per_node; }
   int scalable_unit_of_node(int node) const;
@@ -70,17 +76,17 @@ class Topology {
   // "gpu3 -> nvswitch0", "nic1.2 -> leaf rail2/su0" (NIC node.rail): for reports.
   std::string link_name(LinkId id) const;
 
-  // GPU to GPU over NVLink; both on one node. Two links: src -> NVSwitch -> dst.
+  // GPU to GPU over NVLink; both in one domain. Two links: src -> NVSwitch -> dst.
   Route nvlink_route(int src_gpu, int dst_gpu) const;
 
-  // GPU to GPU on other nodes, leaving the source node through the NIC of `rail`. When
-  // `rail` is not the source GPU's own rail, the data first crosses NVLink to the local GPU on
-  // that rail (NCCL's PXN); when it is not the destination's rail, it crosses NVLink at the
-  // far end after arriving on the rail-`rail` NIC. Between nodes: same SU -> one leaf;
-  // same pod -> leaf, spine, leaf; else leaf, spine, core, spine, leaf.
+  // GPU to GPU on other nodes, leaving the source node through its NIC of `rail`. When
+  // `rail` is not the source GPU's own rail, the data first crosses NVLink to the GPU of its
+  // node on that rail (NCCL's PXN); when it is not the destination's rail, it crosses NVLink
+  // at the far end after arriving on the destination node's rail-`rail` NIC. Between nodes:
+  // same SU -> one leaf; same pod -> leaf, spine, leaf; else leaf, spine, core, spine, leaf.
   Route network_route(int src_gpu, int dst_gpu, int rail) const;
 
-  // The default path: nvlink_route on one node; otherwise network_route through the
+  // The default path: nvlink_route within one domain; otherwise network_route through the
   // destination's rail (PXN), as NCCL does for point-to-point traffic.
   Route route(int src_gpu, int dst_gpu) const;
 
@@ -107,10 +113,11 @@ class Topology {
   ClusterSpec spec_;
   int num_gpus_ = 0;
   int num_nodes_ = 0;
+  int num_domains_ = 0;
   std::vector<Link> links_;
   std::unique_ptr<Graph> graph_;
   // Link ids by endpoint, filled while building the graph (see topology.cpp).
-  std::vector<LinkId> gpu_up_, gpu_down_;      // GPU -> NVSwitch, NVSwitch -> GPU
+  std::vector<LinkId> gpu_up_, gpu_down_;      // GPU -> its domain's NVSwitch, and back
   std::vector<LinkId> pcie_up_, pcie_down_;    // GPU -> NIC, NIC -> GPU (by GPU)
   std::vector<LinkId> nic_up_, nic_down_;      // NIC -> leaf, leaf -> NIC (by node*nics + rail)
   std::vector<LinkId> leaf_up_, leaf_down_;    // leaf -> spine, spine -> leaf (by leaf index)

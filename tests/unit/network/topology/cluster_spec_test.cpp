@@ -104,6 +104,46 @@ TEST_CASE("out-of-range and inconsistent values are rejected", "[cluster_spec]")
   CHECK_THAT(error_of(missing), Catch::Contains("node.nic.bandwidth_Gbps: is required"));
 }
 
+TEST_CASE("the NVLink domain defaults to one node and may span whole nodes", "[cluster_spec]") {
+  const ClusterSpec node_domain = parse(valid_cluster());
+  CHECK_FALSE(node_domain.nvlink.domain_gpus);
+  CHECK(node_domain.gpus_per_domain() == 8);  // gpus_per_node
+
+  // A rack of 18 nodes x 4 GPUs on one NVLink fabric (GB200 NVL72's shape).
+  auto rack = valid_cluster();
+  rack["node"]["gpus_per_node"] = 4;
+  rack["node"]["nic"]["per_node"] = 4;
+  rack["node"]["nvlink"]["domain_gpus"] = 72;
+  const ClusterSpec spec = parse(rack);
+  CHECK(spec.gpus_per_node == 4);
+  CHECK(spec.gpus_per_domain() == 72);
+}
+
+TEST_CASE("a domain that is not whole nodes on an NVSwitch is rejected", "[cluster_spec]") {
+  auto partial_node = valid_cluster();
+  partial_node["node"]["nvlink"]["domain_gpus"] = 12;
+  CHECK_THAT(error_of(partial_node),
+             Catch::Contains("node.nvlink.domain_gpus = 12: must be a multiple of gpus_per_node "
+                             "(8)"));
+
+  auto below_node = valid_cluster();
+  below_node["node"]["nvlink"]["domain_gpus"] = 4;
+  CHECK_THAT(error_of(below_node),
+             Catch::Contains("node.nvlink.domain_gpus = 4: must be an integer between 8 and"));
+
+  auto no_switch = valid_cluster();
+  no_switch["node"]["nvlink"]["nvswitch"] = false;
+  no_switch["node"]["nvlink"]["nvls"] = false;
+  no_switch["node"]["nvlink"]["domain_gpus"] = 16;
+  CHECK_THAT(error_of(no_switch), Catch::Contains("node.nvlink.domain_gpus = 16: a domain of "
+                                                  "several nodes needs an NVSwitch"));
+
+  auto text = valid_cluster();
+  text["node"]["nvlink"]["domain_gpus"] = "72";
+  CHECK_THAT(error_of(text),
+             Catch::Contains("node.nvlink.domain_gpus = \"72\": must be an integer"));
+}
+
 TEST_CASE("a missing cluster file is an InputError naming the file", "[cluster_spec]") {
   CHECK_THROWS_WITH(wallsim::load_cluster_spec(kClusterDir + "no-such-cluster.json"),
                     Catch::Contains("no-such-cluster.json"));
