@@ -95,6 +95,7 @@ RunConfig run_config_from_json(nlohmann::json document, const std::string& file,
                                const std::vector<std::string>& overrides) {
   const std::string label = file.empty() ? "config" : file;
   if (!document.is_object()) JsonNode(document, label, "").fail("must be a JSON object");
+  auto source = std::make_shared<const nlohmann::json>(document);
   Sources sources;
   inline_sections(document, label, sources);
   for (const auto& assignment : overrides) apply_override(document, assignment);
@@ -103,6 +104,8 @@ RunConfig run_config_from_json(nlohmann::json document, const std::string& file,
 
   RunConfig config;
   config.file = file;
+  config.source = std::move(source);
+  config.overrides = overrides;
   JsonObject top(JsonNode(document, label, ""));
   read_sections(top, sources, config);
   top.finish();
@@ -114,6 +117,31 @@ RunConfig run_config_from_json(nlohmann::json document, const std::string& file,
 
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
   return run_config_from_json(load_json_file(path), path, overrides);
+}
+
+RunConfig variant_of(const RunConfig& base, const std::vector<std::string>& more) {
+  if (!base.source) throw std::logic_error("variant_of: the base config has no source document");
+  std::vector<std::string> overrides = base.overrides;
+  overrides.insert(overrides.end(), more.begin(), more.end());
+  return run_config_from_json(*base.source, base.file, overrides);
+}
+
+nlohmann::json standalone_document(const std::string& path,
+                                   const std::vector<std::string>& overrides) {
+  nlohmann::json document = load_json_file(path);
+  if (!document.is_object()) JsonNode(document, path, "").fail("must be a JSON object");
+  Sources sources;
+  inline_sections(document, path, sources);
+  for (const auto& assignment : overrides) apply_override(document, assignment);
+  inline_sections(document, "command line", sources);
+  if (document.contains("calibration") && document.at("calibration").is_string()) {
+    document["calibration"] =
+        std::filesystem::absolute(
+            resolve_or_fail(JsonNode(document.at("calibration"), path, "calibration")))
+            .lexically_normal()
+            .string();
+  }
+  return document;
 }
 
 }  // namespace wallsim::models

@@ -37,6 +37,10 @@ struct RunConfig {
   std::string calibration_path;
   std::shared_ptr<const nlohmann::json> calibration_inline;
   Layout layout;  // validated, derived from the above
+  // What it was read from: the document as given and the overrides applied to it, in order.
+  // A variant of the config is the same document with more overrides (variant_of).
+  std::shared_ptr<const nlohmann::json> source;
+  std::vector<std::string> overrides;
 };
 
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides = {});
@@ -45,5 +49,17 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
 // directory, then the data root.
 RunConfig run_config_from_json(nlohmann::json document, const std::string& file,
                                const std::vector<std::string>& overrides = {});
+
+// The one way to vary a config: `base`'s source with its overrides and then `more`
+// (`path=value`, as --set takes them), read and validated by the same loader. Used by --set,
+// the fit suggestions, the sensitivities and the sweep's points. Throws InputError as
+// load_run_config does.
+RunConfig variant_of(const RunConfig& base, const std::vector<std::string>& more);
+
+// The document at `path` with `overrides` applied, made to stand alone: the model and cluster
+// sections read in from their files and a calibration file named by its absolute path (what a
+// sweep writes for each point). Throws InputError.
+nlohmann::json standalone_document(const std::string& path,
+                                   const std::vector<std::string>& overrides);
 
 }  // namespace wallsim::models

@@ -77,13 +77,7 @@ int run(const RunOptions& options) {
         models::sensitivities(config, profile.gpu, profile.comm, result.summary.iteration_time_s);
   }
   if (!result.summary.fits_in_memory) {
-    const auto variant = [&options](const std::vector<std::string>& overrides) {
-      ConfigCommandOptions changed = options.config;
-      changed.overrides.insert(changed.overrides.end(), overrides.begin(), overrides.end());
-      return load_config(changed);
-    };
-    result.summary.fit_suggestions =
-        models::fit_suggestions(config, variant, result.summary.hbm_bytes);
+    result.summary.fit_suggestions = models::fit_suggestions(config, result.summary.hbm_bytes);
   }
   std::ostream& human = options.config.json ? std::cerr : std::cout;
   if (options.config.json) {

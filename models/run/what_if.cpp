@@ -1,6 +1,7 @@
 #include "models/run/what_if.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "models/memory.hpp"
 #include "models/run/simulate.hpp"
@@ -20,6 +21,13 @@ double scale_gemm(GpuProfile& gpu, double factor, Dtype training) {
     compute.gemm_best_flops = scaled;
   }
   return applied;
+}
+
+// A number as an override value that reads back as the same double.
+std::string exact(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
 }
 
 struct Candidate {
@@ -66,13 +74,15 @@ std::vector<Candidate> candidates(const RunConfig& config) {
 
 Sensitivity sensitivity(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
                         const std::string& parameter, double factor, double baseline_step_s) {
-  RunConfig scaled_config = config;
+  std::vector<std::string> overrides;
   GpuProfile scaled_gpu = gpu;
   double applied = factor;
   if (parameter == "nvlink_bandwidth") {
-    scaled_config.cluster.nvlink.bandwidth_GBps *= factor;
+    overrides.push_back("cluster.node.nvlink.bandwidth_GBps=" +
+                        exact(config.cluster.nvlink.bandwidth_GBps * factor));
   } else if (parameter == "ib_bandwidth") {
-    scaled_config.cluster.nic.bandwidth_Gbps *= factor;
+    overrides.push_back("cluster.node.nic.bandwidth_Gbps=" +
+                        exact(config.cluster.nic.bandwidth_Gbps * factor));
   } else if (parameter == "gemm_efficiency") {
     applied = scale_gemm(scaled_gpu, factor, config.training.precision);
   } else if (parameter == "hbm_bandwidth") {
@@ -82,6 +92,7 @@ Sensitivity sensitivity(const RunConfig& config, const GpuProfile& gpu, const Co
                      "must be one of: nvlink_bandwidth, ib_bandwidth, gemm_efficiency, "
                      "hbm_bandwidth");
   }
+  const RunConfig scaled_config = overrides.empty() ? config : variant_of(config, overrides);
   const double step = simulate(scaled_config, scaled_gpu, comm).summary.iteration_time_s;
   return Sensitivity{parameter, applied, step,
                      baseline_step_s > 0 ? step / baseline_step_s - 1 : 0};
@@ -99,14 +110,13 @@ std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile
   return all;
 }
 
-std::vector<FitCandidate> fit_suggestions(const RunConfig& config, const ConfigVariant& variant,
-                                          double hbm_bytes) {
+std::vector<FitCandidate> fit_suggestions(const RunConfig& config, double hbm_bytes) {
   std::vector<FitCandidate> result;
   for (const Candidate& candidate : candidates(config)) {
     FitCandidate fit;
     fit.change = candidate.change;
     try {
-      const RunConfig changed = variant(candidate.overrides);
+      const RunConfig changed = variant_of(config, candidate.overrides);
       const MemoryReport memory =
           memory_report(changed.model, changed.layout, changed.training, hbm_bytes);
       fit.peak_bytes = memory.peak_bytes;

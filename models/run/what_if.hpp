@@ -17,7 +17,8 @@ namespace wallsim::models {
 // Scales by `factor` the NVLink bandwidth ("nvlink_bandwidth"), the NIC line rate
 // ("ib_bandwidth"), the best GEMM throughput of every dtype ("gemm_efficiency", capped at the
 // dense peak: the reported factor is what the training precision got) or the HBM bandwidth
-// ("hbm_bandwidth") of copies of the inputs, and re-simulates.
+// ("hbm_bandwidth"), and re-simulates: the network rates as a variant of the config (variant_of),
+// the GPU's on a copy of its profile.
 Sensitivity sensitivity(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
                         const std::string& parameter, double factor, double baseline_step_s);
 
@@ -25,16 +26,12 @@ Sensitivity sensitivity(const RunConfig& config, const GpuProfile& gpu, const Co
 std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile& gpu,
                                        const CommProfile& comm, double baseline_step_s);
 
-// The run's config with extra `--set` overrides, validated again; throws InputError when the
-// result is not a valid layout. The CLI re-loads the config file with them.
-using ConfigVariant = std::function<RunConfig(const std::vector<std::string>& overrides)>;
-
 // Candidates, each alone: recompute selective, recompute full, distributed optimizer, micro-batch
 // halved, pp ×2, tp ×2 (within an NVLink domain); and the memory-saving training switches
 // together.
 // Only those that change something are listed; each with its analytical peak and whether it
-// fits in `hbm_bytes`.
-std::vector<FitCandidate> fit_suggestions(const RunConfig& config, const ConfigVariant& variant,
-                                          double hbm_bytes);
+// fits in `hbm_bytes`. Each candidate is a variant of the config (variant_of: overrides read
+// and validated by the config loader); one the loader refuses is listed as not valid.
+std::vector<FitCandidate> fit_suggestions(const RunConfig& config, double hbm_bytes);
 
 }  // namespace wallsim::models

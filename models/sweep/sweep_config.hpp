@@ -30,7 +30,16 @@ struct SweepBase {
 SweepBase load_sweep_base(const std::string& path, const std::vector<std::string>& overrides,
                           std::int64_t num_gpus);
 
-// The run config document of one point.
+// The `path=value` overrides that turn the base into one point (models/run_config.hpp's one
+// way to vary a config): its parallel sizes and training switches, dp and an uneven first/last
+// stage removed (they follow from the sizes), and a description naming the point.
+std::vector<std::string> point_overrides(const SweepBase& base, const SweepPoint& point);
+
+// The run config document of one point: the base document with the point's overrides, as the
+// sweep writes it.
 nlohmann::json point_config(const SweepBase& base, const SweepPoint& point);
+
+// The point's run config, read and validated by the run config loader.
+RunConfig point_run_config(const SweepBase& base, const SweepPoint& point);
 
 }  // namespace wallsim::models

@@ -49,7 +49,7 @@ ScreenedPoint screen_point(const SweepBase& base, const SweepSpace& space, std::
     return s;
   }
   try {
-    s.config = run_config_from_json(point_config(base, s.point), base.file);
+    s.config = point_run_config(base, s.point);
   } catch (const InputError& e) {
     s.reason = e.what();
     s.reason_key = reason_key(s.reason, base.file);

@@ -295,9 +295,14 @@ void apply_override(nlohmann::json& root, const std::string& assignment) {
     }
     walked = walked.empty() ? key : walked + "." + key;
     if (dot == std::string::npos) {
-      (*node)[key] = std::move(value);
+      if (value.is_null()) {
+        node->erase(key);
+      } else {
+        (*node)[key] = std::move(value);
+      }
       return;
     }
+    if (value.is_null() && !node->contains(key)) return;  // nothing there to remove
     node = &(*node)[key];
     if (node->is_null()) *node = nlohmann::json::object();
     start = dot + 1;

@@ -113,7 +113,8 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
 
 // Applies one `--set a.b.c=value` override. The value is read as JSON when it parses as JSON
 // (numbers, true/false, null, quoted strings, arrays, objects) and as a plain string
-// otherwise. Intermediate objects are created as needed; indexing through a non-object fails.
+// otherwise; null removes the key (its default applies). Intermediate objects are created as
+// needed; indexing through a non-object fails.
 void apply_override(nlohmann::json& root, const std::string& assignment);
 
 }  // namespace wallsim

@@ -64,6 +64,11 @@ TEST_CASE("set overrides nested fields, parsing JSON values", "[core][json]") {
   CHECK(doc["parallel"]["order"] == "tp-cp-ep-dp-pp");
   CHECK_THROWS_AS(apply_override(doc, "training.micro_batch.x=1"), InputError);
   CHECK_THROWS_AS(apply_override(doc, "novalue"), InputError);
+  // null removes the key, so its default applies; a path that is not there stays absent.
+  apply_override(doc, "training.micro_batch=null");
+  CHECK(doc["training"] == json::object());
+  apply_override(doc, "model.layers=null");
+  CHECK_FALSE(doc.contains("model"));
 }
 
 TEST_CASE("malformed JSON text names its source", "[core][json]") {

@@ -132,3 +132,23 @@ TEST_CASE("the same config gives byte-identical flops and memory JSON", "[models
   };
   CHECK(render() == render());
 }
+
+TEST_CASE("a variant is the source document with more overrides, through the same loader",
+          "[models][config]") {
+  const RunConfig base = load_run_config(kExample, {"training.global_batch=64"});
+  const RunConfig changed = variant_of(base, {"parallel.tp=2", "parallel.pp=2"});
+  const RunConfig direct =
+      load_run_config(kExample, {"training.global_batch=64", "parallel.tp=2", "parallel.pp=2"});
+  CHECK(changed.layout.sizes.tp == 2);
+  CHECK(changed.layout.sizes.pp == 2);
+  CHECK(changed.layout.sizes.dp == direct.layout.sizes.dp);
+  CHECK(changed.training.global_batch == 64);  // the base's own override is kept
+  CHECK(changed.overrides == direct.overrides);
+  // Validated like any config: the same error as --set would give.
+  CHECK_THROWS_WITH(variant_of(base, {"parallel.tp=3"}), Contains("tp·cp·pp = 3·1·1"));
+  // A config built in memory varies the same way; null removes a key (its default applies).
+  json doc = example_json();
+  doc["parallel"]["pp"] = 2;
+  const RunConfig in_memory = run_config_from_json(doc, kExample);
+  CHECK(variant_of(in_memory, {"parallel.pp=null"}).layout.sizes.pp == 1);
+}
