@@ -423,9 +423,9 @@ OpBinding binding_between(const StepInputs& in, GroupTable& groups, std::int64_t
     binding.groups.emplace_back(*dp_built.embedding_group, *dp.embedding_group);
   const PipelineSetting p_built = pipeline_setting(in, built);
   const PipelineSetting p = pipeline_setting(in, rank);
-  for (const std::int64_t stage : p.neighbour_stages()) {
-    binding.peers.emplace_back(p_built.stage_ranks[static_cast<std::size_t>(stage)],
-                               p.stage_ranks[static_cast<std::size_t>(stage)]);
+  for (const std::int64_t neighbour : p.neighbour_stages()) {
+    binding.peers.emplace_back(p_built.stage_ranks[static_cast<std::size_t>(neighbour)],
+                               p.stage_ranks[static_cast<std::size_t>(neighbour)]);
   }
   return binding;
 }
