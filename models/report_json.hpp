@@ -1,4 +1,4 @@
-// The `flops` and `memory` objects of DESIGN.md's outputs, as JSON (`wallsim flops --json`,
+// The `flops` and `memory` objects of the outputs, as JSON (`wallsim flops --json`,
 // `wallsim memory --json`, and summary.json). Units: FLOPs and bytes as doubles.
 #pragma once
 

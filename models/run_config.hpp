@@ -1,4 +1,4 @@
-// A run config (DESIGN.md "Config shape"), parsed once into typed immutable specs.
+// A run config (README.md "Run config shape"), parsed once into typed immutable specs.
 //
 // Loading: the run config file is read; `model` and `cluster` given as paths are loaded and put
 // inline (a Hugging Face config.json model is translated to wallsim's model keys first); then

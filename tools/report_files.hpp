@@ -1,6 +1,6 @@
-// Files of a run's output directory (DESIGN.md "Outputs"): summary.json, timeline.json (the
-// report's compact timeline, sim/report/timeline.hpp), trace.json and report.html; shared by
-// `wallsim run --out` and `wallsim report`.
+// Files of a run's output directory (README.md, `wallsim run` and "Reports"): summary.json,
+// timeline.json (the report's compact timeline, sim/report/timeline.hpp), trace.json and
+// report.html; shared by `wallsim run --out` and `wallsim report`.
 #pragma once
 
 #include <cstdint>

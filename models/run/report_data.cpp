@@ -13,9 +13,11 @@
 namespace wallsim::models {
 namespace {
 
-// Streams' names by index (step_program.hpp's Streams).
-const std::vector<std::string> kStreamNames = {
-    "compute", "tp", "dp", "pp send fwd", "pp send bwd", "pp recv fwd", "pp recv bwd", "cp", "ep"};
+std::vector<std::string> stream_names() {
+  std::vector<std::string> names;
+  for (const StreamInfo& stream : kStreams) names.emplace_back(stream.name);
+  return names;
+}
 
 // Whether the ranks leave one NVLink domain, so that their traffic takes the network.
 bool crosses_domains(const RunConfig& config, const std::vector<std::int64_t>& ranks) {
@@ -56,13 +58,13 @@ void add_exposure(RunSummary& summary, const RunConfig& config, const StepProgra
     if (op.kind == OpKind::kCompute || !is_communication(static_cast<OpCategory>(op.category))) {
       continue;
     }
-    const int group = op.category - static_cast<int>(OpCategory::kTp);
+    const int group = category_slot(static_cast<OpCategory>(op.category));
     network[group] = network[group] || op_crosses_domains(config, program, critical, op);
   }
   for (int g = 0; g < kCommGroupCount; ++g) {
     const double exposed = summary.time.exposed_comm_s[g];
     if (!network.count(g) && exposed <= 0) continue;
-    summary.exposure_by_group.push_back(GroupExposure{comm_group_name(static_cast<CommGroup>(g)),
+    summary.exposure_by_group.push_back(GroupExposure{category_name(category_at_slot(true, g)),
                                                       exposed, network[g] ? "network" : "nvlink"});
   }
 }
@@ -190,7 +192,7 @@ TraceInput trace_input(const RunConfig& config, const SimulationResult& result,
                        const std::vector<RankIndex>& ranks) {
   const StepProgram& program = result.program;
   TraceInput input;
-  input.stream_names = kStreamNames;
+  input.stream_names = stream_names();
   input.step_s = result.summary.iteration_time_s;
   for (RankIndex r : ranks) {
     const std::int64_t global = program.global_rank.at(r);

@@ -58,7 +58,11 @@ ComputeExcess compute_excess(const OpGraph& graph, const RankTrace& trace, doubl
     if (op.stream == Streams::kCompute) flops[op.category] += op.flops;
   }
   ComputeExcess excess;
-  for (int c = 0; c < 4; ++c) excess.seconds[c] = seconds[c] - flops[c] / peak;
+  for (const OpCategoryInfo& info : kOpCategories) {
+    if (info.communication) continue;
+    const auto c = static_cast<std::size_t>(info.category);
+    excess.seconds[static_cast<std::size_t>(info.slot)] = seconds[c] - flops[c] / peak;
+  }
   return excess;
 }
 
@@ -143,9 +147,10 @@ RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepP
   s.time = attribute_time(graph, trace, Streams::kCompute, replay.end, ideal_s);
   const auto by_category = compute_time_by_category(graph, trace, Streams::kCompute);
   const ComputeExcess excess = compute_excess(graph, trace, s.peak_flops_per_gpu);
-  for (int kind = 0; kind < 4; ++kind) {
-    s.time.compute_by_kind_s[kind] = by_category[kind];
-    s.time.ideal_by_kind_s[kind] = by_category[kind] - excess.seconds[kind];
+  for (int kind = 0; kind < kComputeKindCount; ++kind) {
+    const auto category = static_cast<std::size_t>(category_at_slot(false, kind));
+    s.time.compute_by_kind_s[kind] = by_category[category];
+    s.time.ideal_by_kind_s[kind] = by_category[category] - excess.seconds[kind];
   }
   const auto worst = std::max_element(s.per_stage.begin(), s.per_stage.end(),
                                       [](const auto& a, const auto& b) { return a.peak < b.peak; });

@@ -8,6 +8,7 @@
 // moves the traffic of all of them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -31,6 +32,29 @@ struct Streams {
   static constexpr StreamIndex kCp = 7;
   static constexpr StreamIndex kEp = 8;
 };
+
+// Every stream with its name in traces and reports, by index.
+struct StreamInfo {
+  StreamIndex index;
+  const char* name;
+};
+inline constexpr std::array<StreamInfo, 9> kStreams{{
+    {Streams::kCompute, "compute"},
+    {Streams::kTp, "tp"},
+    {Streams::kDp, "dp"},
+    {Streams::kPpSendForward, "pp send fwd"},
+    {Streams::kPpSendBackward, "pp send bwd"},
+    {Streams::kPpRecvForward, "pp recv fwd"},
+    {Streams::kPpRecvBackward, "pp recv bwd"},
+    {Streams::kCp, "cp"},
+    {Streams::kEp, "ep"},
+}};
+static_assert([] {
+  for (std::size_t i = 0; i < kStreams.size(); ++i) {
+    if (kStreams[i].index != i) return false;
+  }
+  return true;
+}());
 
 struct CommPayload {
   CollectiveOp op = CollectiveOp::kAllReduce;  // kSendRecv for pipeline transfers

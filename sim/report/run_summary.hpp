@@ -1,21 +1,16 @@
 // The result of simulating one training step, as data; writers turn it into JSON and text.
 //
-// Field names follow DESIGN.md "Outputs" (summary.json). Units: seconds, bytes, FLOPs (doubles).
+// Field names are those of summary.json (README.md, `wallsim run`). Units: seconds, bytes, FLOPs
+// (doubles).
 #pragma once
 
 #include <array>
 #include <string>
 #include <vector>
 
-namespace wallsim {
+#include "sim/report/op_category.hpp"
 
-// Exposed communication by group, in DESIGN.md's order.
-enum class CommGroup { kTp, kCp, kEp, kDp, kPp };
-inline constexpr int kCommGroupCount = 5;
-constexpr const char* comm_group_name(CommGroup group) {
-  constexpr const char* kNames[kCommGroupCount] = {"tp", "cp", "ep", "dp", "pp"};
-  return kNames[static_cast<int>(group)];
-}
+namespace wallsim {
 
 struct StageMemorySummary {
   int stage = 0;
@@ -24,19 +19,20 @@ struct StageMemorySummary {
   double simulated_activations = 0;  // simulated peak minus the static bytes
 };
 
-// How the critical rank's step splits (DESIGN.md "The three walls").
+// How the critical rank's step splits (the walls of sim/report/README.md).
 struct TimeSplit {
   double step_s = 0;
-  double ideal_s = 0;                                    // its model FLOPs at the dense peak
-  double compute_s = 0;                                  // time the compute stream was busy
-  double compute_inefficiency_s = 0;                     // compute_s - ideal_s
-  std::array<double, kCommGroupCount> exposed_comm_s{};  // compute stream waiting on comm
+  double ideal_s = 0;                 // its model FLOPs at the dense peak
+  double compute_s = 0;               // time the compute stream was busy
+  double compute_inefficiency_s = 0;  // compute_s - ideal_s
+  // compute stream waiting on comm, by communication group (op_category.hpp's slots)
+  std::array<double, kCommGroupCount> exposed_comm_s{};
   double bubble_s = 0;  // compute stream waiting on other pipeline stages
   double other_s = 0;   // the rest (launch gaps, waiting on peers' compute)
-  // compute_s by kind: gemm, attention, elementwise, optimizer
-  std::array<double, 4> compute_by_kind_s{};
+  // compute_s by compute kind (op_category.hpp's slots: gemm, attention, elementwise, optimizer)
+  std::array<double, kComputeKindCount> compute_by_kind_s{};
   // the same kinds' model FLOPs at the dense peak (ideal_by_kind / compute_by_kind = efficiency)
-  std::array<double, 4> ideal_by_kind_s{};
+  std::array<double, kComputeKindCount> ideal_by_kind_s{};
   double exposed_comm_total() const;
 };
 
@@ -125,7 +121,7 @@ struct RunSummary {
 
   TimeSplit time;
   Walls walls;
-  std::vector<GroupExposure> exposure_by_group;  // groups with communication, DESIGN order
+  std::vector<GroupExposure> exposure_by_group;  // groups with communication, table order
   std::vector<TierUsage> link_tiers;             // tiers with traffic
   std::vector<LinkUsage> busiest_links;          // by busy time, at most 10
   std::vector<Sensitivity> sensitivities;        // empty unless asked for

@@ -25,17 +25,17 @@ json stage_json(const StageMemorySummary& stage) {
 
 json time_json(const TimeSplit& time) {
   json exposed = json::object();
-  for (int g = 0; g < kCommGroupCount; ++g) {
-    exposed[comm_group_name(static_cast<CommGroup>(g))] = time.exposed_comm_s[g];
+  json by_kind = json::object();
+  json ideal_by_kind = json::object();
+  for (const OpCategoryInfo& info : kOpCategories) {
+    const auto slot = static_cast<std::size_t>(info.slot);
+    if (info.communication) {
+      exposed[info.name] = time.exposed_comm_s[slot];
+    } else {
+      by_kind[info.name] = time.compute_by_kind_s[slot];
+      ideal_by_kind[info.name] = time.ideal_by_kind_s[slot];
+    }
   }
-  const json by_kind = {{"gemm", time.compute_by_kind_s[0]},
-                        {"attention", time.compute_by_kind_s[1]},
-                        {"elementwise", time.compute_by_kind_s[2]},
-                        {"optimizer", time.compute_by_kind_s[3]}};
-  const json ideal_by_kind = {{"gemm", time.ideal_by_kind_s[0]},
-                              {"attention", time.ideal_by_kind_s[1]},
-                              {"elementwise", time.ideal_by_kind_s[2]},
-                              {"optimizer", time.ideal_by_kind_s[3]}};
   return {{"step_s", time.step_s},
           {"compute_by_kind_s", by_kind},
           {"ideal_by_kind_s", ideal_by_kind},
@@ -193,7 +193,7 @@ void write_summary_text(const RunSummary& s, std::ostream& out) {
               t.compute_by_kind_s[3]);
   for (int g = 0; g < kCommGroupCount; ++g) {
     if (t.exposed_comm_s[g] <= 0) continue;
-    out << "    exposed " << comm_group_name(static_cast<CommGroup>(g))
+    out << "    exposed " << category_name(category_at_slot(true, g))
         << line(" comm        %9.3f s  %5.1f%%\n", t.exposed_comm_s[g],
                 100 * t.exposed_comm_s[g] / step);
   }

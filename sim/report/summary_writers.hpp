@@ -1,4 +1,4 @@
-// Writers for RunSummary: summary.json (DESIGN.md "Outputs") and the console summary.
+// Writers for RunSummary: summary.json (README.md, `wallsim run`) and the console summary.
 // Both write to an injected stream; the same summary always gives the same bytes.
 #pragma once
 

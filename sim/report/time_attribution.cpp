@@ -16,21 +16,6 @@ OpCategory category_of(const Op& op) {
   return static_cast<OpCategory>(op.category);
 }
 
-CommGroup comm_group_of(OpCategory category) {
-  switch (category) {
-    case OpCategory::kTp:
-      return CommGroup::kTp;
-    case OpCategory::kCp:
-      return CommGroup::kCp;
-    case OpCategory::kEp:
-      return CommGroup::kEp;
-    case OpCategory::kDp:
-      return CommGroup::kDp;
-    default:
-      return CommGroup::kPp;
-  }
-}
-
 // Charges the gap to the op `cause` that ended at gap.to.
 void charge(TimeSplit& split, const Op& cause, const OpRecord& record, Gap gap) {
   const double total = (gap.to - gap.from).seconds();
@@ -43,7 +28,7 @@ void charge(TimeSplit& split, const Op& cause, const OpRecord& record, Gap gap) 
   const Time transfer_from = max(gap.from, min(record.start, gap.to));
   const double transfer = (gap.to - transfer_from).seconds();
   const double waiting = total - transfer;
-  double& exposed = split.exposed_comm_s[static_cast<int>(comm_group_of(category))];
+  double& exposed = split.exposed_comm_s[static_cast<std::size_t>(category_slot(category))];
   if (cause.kind == OpKind::kRecv) {
     split.bubble_s += waiting;
     exposed += transfer;
@@ -113,9 +98,10 @@ TimeSplit attribute_time(const OpGraph& graph, const RankTrace& trace, StreamInd
   return split;
 }
 
-std::array<double, 9> compute_time_by_category(const OpGraph& graph, const RankTrace& trace,
-                                               StreamIndex compute_stream) {
-  std::array<double, 9> seconds{};
+std::array<double, kOpCategoryCount> compute_time_by_category(const OpGraph& graph,
+                                                              const RankTrace& trace,
+                                                              StreamIndex compute_stream) {
+  std::array<double, kOpCategoryCount> seconds{};
   for (OpIndex i = 0; i < graph.size(); ++i) {
     const Op& op = graph.op(i);
     if (op.stream != compute_stream || op.kind != OpKind::kCompute) continue;

@@ -1,5 +1,5 @@
 // Splitting one rank's step into busy compute, exposed communication, pipeline bubble and the
-// rest (DESIGN.md "The three walls").
+// rest (the walls of sim/report/README.md).
 //
 // The compute stream's ops run back to back; every gap between them (and before the first,
 // and after the last up to the step's end) is time the stream waited. A gap ends when the
@@ -24,7 +24,8 @@ TimeSplit attribute_time(const OpGraph& graph, const RankTrace& trace, StreamInd
                          Time step_end, double ideal_s);
 
 // Compute time by op category on the compute stream (seconds), indexed by OpCategory.
-std::array<double, 9> compute_time_by_category(const OpGraph& graph, const RankTrace& trace,
-                                               StreamIndex compute_stream);
+std::array<double, kOpCategoryCount> compute_time_by_category(const OpGraph& graph,
+                                                              const RankTrace& trace,
+                                                              StreamIndex compute_stream);
 
 }  // namespace wallsim

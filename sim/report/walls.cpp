@@ -26,15 +26,15 @@ Walls compute_walls(const TimeSplit& split, const ComputeExcess& excess,
   Walls walls;
   const double step = split.step_s > 0 ? split.step_s : 1;
   walls.compute.share = (split.compute_inefficiency_s + split.bubble_s) / step;
-  walls.compute.contributor = largest({{"bubble", split.bubble_s},
-                                       {"gemm", excess.seconds[0]},
-                                       {"attention", excess.seconds[1]},
-                                       {"elementwise", excess.seconds[2]},
-                                       {"optimizer", excess.seconds[3]}});
+  std::vector<std::pair<const char*, double>> causes{{"bubble", split.bubble_s}};
+  for (int kind = 0; kind < kComputeKindCount; ++kind) {
+    causes.emplace_back(category_name(category_at_slot(false, kind)), excess.seconds[kind]);
+  }
+  walls.compute.contributor = largest(causes);
   walls.communication.share = split.exposed_comm_total() / step;
   std::vector<std::pair<const char*, double>> groups;
   for (int g = 0; g < kCommGroupCount; ++g) {
-    groups.emplace_back(comm_group_name(static_cast<CommGroup>(g)), split.exposed_comm_s[g]);
+    groups.emplace_back(category_name(category_at_slot(true, g)), split.exposed_comm_s[g]);
   }
   walls.communication.contributor = largest(groups);
   walls.memory.share = hbm_bytes > 0 ? worst_stage.peak / hbm_bytes : 0;

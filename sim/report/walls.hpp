@@ -1,4 +1,5 @@
-// The three walls (DESIGN.md): which of memory, communication and compute efficiency binds.
+// The three walls (sim/report/README.md): which of memory, communication and compute efficiency
+// binds.
 //
 //   compute.share        = (compute_inefficiency + bubble) / step
 //   communication.share  = exposed communication / step
@@ -17,7 +18,9 @@
 namespace wallsim {
 
 struct ComputeExcess {
-  std::array<double, 4> seconds{};  // gemm, attention, elementwise, optimizer: time beyond ideal
+  // time beyond ideal by compute kind (op_category.hpp's slots: gemm, attention, elementwise,
+  // optimizer)
+  std::array<double, kComputeKindCount> seconds{};
 };
 
 Walls compute_walls(const TimeSplit& split, const ComputeExcess& excess,

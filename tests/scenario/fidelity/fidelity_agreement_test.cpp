@@ -1,5 +1,5 @@
 // Symmetric fidelity simulates one rank per class (pipeline stage) and full fidelity every
-// rank; DESIGN.md ("Two fidelities, one answer") requires them to agree within 1% on step time
+// rank; the symmetric shortcut is sound only if the two agree within 1% on step time
 // and peak memory wherever both run. Layouts use real sizes (up to 512 GPUs) with few layers
 // and micro-batches, so the full runs stay fast.
 #include <catch2/catch.hpp>

@@ -19,14 +19,14 @@ RunSummary sample() {
   s.mfu = 0.4;
   s.per_stage.push_back(StageMemorySummary{0, 1, 2, 3, 4, 5, 15, 14, 3});
   s.time.step_s = 2.0;
-  s.time.exposed_comm_s[static_cast<int>(CommGroup::kEp)] = 0.25;
+  s.time.exposed_comm_s[category_slot(OpCategory::kEp)] = 0.25;
   s.walls.binding = "compute";
   return s;
 }
 
 }  // namespace
 
-TEST_CASE("summary.json carries DESIGN.md's field names", "[report][writers]") {
+TEST_CASE("summary.json carries the documented field names", "[report][writers]") {
   std::ostringstream out;
   write_summary_json(sample(), out);
   const auto json = nlohmann::json::parse(out.str());

@@ -51,7 +51,7 @@ TEST_CASE("waiting on a collective is exposed time of its group", "[report][attr
   const TimeSplit split = attribute_time(f.graph, f.trace, kCompute, us(20), 12e-6);
   // Compute ran 10 + 6 µs; the 4 µs gap ended with the TP collective.
   CHECK(split.compute_s == Approx(16e-6));
-  CHECK(split.exposed_comm_s[static_cast<int>(CommGroup::kTp)] == Approx(4e-6));
+  CHECK(split.exposed_comm_s[category_slot(OpCategory::kTp)] == Approx(4e-6));
   CHECK(split.bubble_s == 0);
   CHECK(split.other_s == 0);
   CHECK(split.compute_inefficiency_s == Approx(4e-6));
@@ -66,7 +66,7 @@ TEST_CASE("a pipeline receive splits its gap into bubble and pp transfer",
   f.add(compute_op(), {recv}, 8, 8, 18);
   const TimeSplit split = attribute_time(f.graph, f.trace, kCompute, us(18), 0);
   CHECK(split.bubble_s == Approx(6e-6));
-  CHECK(split.exposed_comm_s[static_cast<int>(CommGroup::kPp)] == Approx(2e-6));
+  CHECK(split.exposed_comm_s[category_slot(OpCategory::kPp)] == Approx(2e-6));
   CHECK(split.compute_s == Approx(10e-6));
 }
 
@@ -77,7 +77,7 @@ TEST_CASE("time after the last compute op goes to what ended last", "[report][at
   const TimeSplit split = attribute_time(f.graph, f.trace, kCompute, us(27), 0);
   // 20 µs compute, 5 µs exposed DP reduction, and 2 µs after this rank finished (another rank
   // ended the step later): other.
-  CHECK(split.exposed_comm_s[static_cast<int>(CommGroup::kDp)] == Approx(5e-6));
+  CHECK(split.exposed_comm_s[category_slot(OpCategory::kDp)] == Approx(5e-6));
   CHECK(split.other_s == Approx(2e-6));
   const double sum = split.compute_s + split.exposed_comm_total() + split.bubble_s + split.other_s;
   CHECK(sum == Approx(split.step_s));

@@ -12,8 +12,8 @@ TimeSplit split_of(double step, double ideal, double compute, double tp, double 
   split.ideal_s = ideal;
   split.compute_s = compute;
   split.compute_inefficiency_s = compute - ideal;
-  split.exposed_comm_s[static_cast<int>(CommGroup::kTp)] = tp;
-  split.exposed_comm_s[static_cast<int>(CommGroup::kDp)] = dp;
+  split.exposed_comm_s[category_slot(OpCategory::kTp)] = tp;
+  split.exposed_comm_s[category_slot(OpCategory::kDp)] = dp;
   split.bubble_s = bubble;
   return split;
 }

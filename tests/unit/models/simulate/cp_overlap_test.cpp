@@ -47,7 +47,7 @@ Run simulate_at(double nvlink_GBps) {
   const Profile profile = load_profile(root + "/calibration/profiles/h100-sxm.json");
   const SimulationResult result = simulate(config, profile.gpu, profile.comm);
   Run run;
-  run.exposed_cp_s = result.summary.time.exposed_comm_s[static_cast<int>(CommGroup::kCp)];
+  run.exposed_cp_s = result.summary.time.exposed_comm_s[category_slot(OpCategory::kCp)];
   const GpuModel gpu(profile.gpu);
   run.attention_step_s =
       gpu.attention_forward({1, 32, 8, 16384, 16384, 128, true}, profile.gpu.sms).seconds();
@@ -91,6 +91,6 @@ TEST_CASE("without overlap the CP ring's transfers are all exposed", "[models][s
   const Profile profile = load_profile(root + "/calibration/profiles/h100-sxm.json");
   const SimulationResult result = simulate(config, profile.gpu, profile.comm);
   const double link_Bps = config.cluster.nvlink.bandwidth_GBps * 1e9;
-  CHECK(result.summary.time.exposed_comm_s[static_cast<int>(CommGroup::kCp)] >=
+  CHECK(result.summary.time.exposed_comm_s[category_slot(OpCategory::kCp)] >=
         3.0 * kKvBytes / link_Bps);
 }

@@ -48,7 +48,7 @@ RunSummary run(const json& document) {
 }
 
 double exposed_ep(const RunSummary& s) {
-  return s.time.exposed_comm_s[static_cast<int>(CommGroup::kEp)];
+  return s.time.exposed_comm_s[category_slot(OpCategory::kEp)];
 }
 
 }  // namespace

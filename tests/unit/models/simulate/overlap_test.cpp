@@ -89,7 +89,7 @@ TEST_CASE("an overlapped TP all-gather is exposed when the chunk takes longer th
     const double chunk_s = 16.0 * (1 << 20) / (4.5e9 * 0.824);
     CHECK(qkv_piece_wait_s(result, piece) > 0.9 * (chunk_s - 200e-6));
   }
-  CHECK(result.summary.time.exposed_comm_s[static_cast<int>(CommGroup::kTp)] > 0.01);
+  CHECK(result.summary.time.exposed_comm_s[category_slot(OpCategory::kTp)] > 0.01);
 }
 
 TEST_CASE("DP gradient buckets reduce during the last micro-batch's backward",
