@@ -3,7 +3,6 @@
 // memory, which single change would make it fit (analytical peak, memory.hpp: fast).
 #pragma once
 
-#include <functional>
 #include <string>
 #include <vector>
 
