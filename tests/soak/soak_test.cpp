@@ -21,7 +21,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "calibration/profile.hpp"
 #include "models/run/simulate.hpp"
 #include "sim/core/input_error.hpp"
 
@@ -162,8 +161,7 @@ void run_case(std::mt19937_64& rng, long index, const std::string& root,
     std::string problem;
     std::string size;
     try {
-      const auto profile = wallsim::load_profile(wallsim::shipped_profile_path(config.cluster.gpu));
-      const SimulationResult result = wallsim::models::simulate(config, profile.gpu, profile.comm);
+      const SimulationResult result = wallsim::models::simulate(config);
       problem = check(result);
       size = std::to_string(result.replay.invariants.ops_ended) + " ops, " +
              std::to_string(result.replay.invariants.events) + " events";

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "calibration/profile.hpp"
 #include "models/run/simulate.hpp"
 #include "models/validation/published_metric.hpp"
 #include "models/validation/validation_report.hpp"
@@ -27,20 +26,10 @@ std::string source_path(const std::string& relative) {
   return std::string(WALLSIM_SOURCE_ROOT) + "/" + relative;
 }
 
-// The profile `wallsim run` uses: inline, named, or the cluster GPU's shipped one.
-Profile profile_of(const RunConfig& config) {
-  if (config.calibration_inline) {
-    return parse_profile(*config.calibration_inline, config.file, "calibration");
-  }
-  return load_profile(config.calibration_path.empty() ? shipped_profile_path(config.cluster.gpu)
-                                                      : config.calibration_path);
-}
-
 ValidationRow simulate_row(const PublishedRun& run) {
   try {
     const RunConfig config = load_run_config(source_path(run.config));
-    const Profile profile = profile_of(config);
-    const SimulationResult result = simulate(config, profile.gpu, profile.comm);
+    const SimulationResult result = simulate(config);  // with the profile `wallsim run` uses
     return make_validation_row(run, config, result.summary.iteration_time_s);
   } catch (const std::exception& e) {
     return failed_validation_row(run, e.what());

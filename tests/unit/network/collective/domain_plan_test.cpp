@@ -21,22 +21,7 @@ ClusterSpec two_node_domains() {
   return spec;
 }
 
-struct Fixture {
-  Topology topology;
-  CommProfile comm;
-  std::vector<double> capacities;
-  Fixture(const ClusterSpec& spec, int gpus)
-      : topology(spec, gpus),
-        comm(test::shipped_profile(spec.gpu).comm),
-        capacities(effective_capacities(topology, comm)) {}
-
-  CollectivePlan plan(CollectiveOp op, std::vector<int> ranks, double bytes,
-                      std::optional<Algorithm> algorithm = std::nullopt,
-                      std::optional<Protocol> protocol = std::nullopt) const {
-    CollectiveRequest request{op, std::move(ranks), bytes, algorithm, protocol};
-    return plan_collective(topology, comm, capacities, request);
-  }
-};
+using Fixture = test::PlanFixture;
 
 bool nvlink_only(const Topology& topology, const Route& route) {
   return std::all_of(route.begin(), route.end(),

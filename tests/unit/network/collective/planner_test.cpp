@@ -11,22 +11,7 @@ using namespace wallsim;
 
 namespace {
 
-struct Fixture {
-  Topology topology;
-  CommProfile comm;
-  std::vector<double> capacities;
-  Fixture(const std::string& cluster, int gpus)
-      : topology(test::shipped_cluster(cluster), gpus),
-        comm(test::shipped_profile(topology.spec().gpu).comm),
-        capacities(effective_capacities(topology, comm)) {}
-
-  CollectivePlan plan(CollectiveOp op, std::vector<int> ranks, double bytes,
-                      std::optional<Algorithm> algorithm = std::nullopt,
-                      std::optional<Protocol> protocol = std::nullopt) const {
-    CollectiveRequest request{op, std::move(ranks), bytes, algorithm, protocol};
-    return plan_collective(topology, comm, capacities, request);
-  }
-};
+using Fixture = test::PlanFixture;
 
 double bytes_sent_by(const CollectivePlan& plan, const Topology& topology, int gpu) {
   // A GPU's egress is the first link of the routes it starts: its NVLink or PCIe up-link.
