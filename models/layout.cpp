@@ -104,7 +104,12 @@ ExpertLayout check_experts(const ModelSpec& m, const ParallelSpec& p, std::int64
   e.ep = p.ep;
   e.dispatcher = p.moe_dispatcher;
   e.group_style = p.ep_group_style;
+  e.grouped_gemm = p.moe_grouped_gemm.value_or(true);
   if (!m.moe) {
+    if (p.moe_grouped_gemm) {
+      throw InputError(where, "parallel.moe_grouped_gemm", *p.moe_grouped_gemm ? "true" : "false",
+                       "only applies to MoE models (model.moe): a dense model has no experts");
+    }
     require(p.ep == 1, where, "parallel.ep", p.ep,
             "must be 1 for dense models (expert parallelism needs model.moe)");
     require(p.etp == 1, where, "parallel.etp", p.etp,

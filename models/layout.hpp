@@ -37,6 +37,7 @@ struct ExpertLayout {
   std::int64_t ep = 1;   // expert parallelism
   std::int64_t edp = 1;  // expert data parallelism = world / (etp·ep·pp)
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
+  bool grouped_gemm = true;  // expert GEMMs as grouped kernels (Megatron --moe-grouped-gemm)
   EpGroupStyle group_style = EpGroupStyle::kMegatron;
 };
 

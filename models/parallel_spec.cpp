@@ -58,6 +58,7 @@ void read_expert(JsonObject& object, ParallelSpec& spec) {
   spec.etp = object.integer_or("etp", 1, 1);
   spec.moe_dispatcher = *parse_moe_dispatcher(
       object.choice_or("moe_dispatcher", "alltoall", {"alltoall", "allgather", "flex"}));
+  if (auto node = object.find("moe_grouped_gemm")) spec.moe_grouped_gemm = node->as_bool();
   spec.ep_group_style =
       object.choice_or("ep_group_style", "megatron", {"megatron", "deepspeed"}) == "deepspeed"
           ? EpGroupStyle::kDeepSpeed

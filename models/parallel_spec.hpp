@@ -3,7 +3,8 @@
 // Keys and defaults (models/README.md): tp 1, sequence_parallel false, cp 1, cp_comm_type
 // "p2p", hierarchical_cp (a2a+p2p only: [a2a_size, p2p_size]), cp_load_balance true, pp 1, vpp 1,
 // first_stage_layers / last_stage_layers (Megatron's --decoder-first/last-pipeline-num-layers;
-// absent = even split), ep 1, etp 1, moe_dispatcher "alltoall", ep_group_style "megatron", order
+// absent = even split), ep 1, etp 1, moe_dispatcher "alltoall", moe_grouped_gemm true (MoE
+// models only), ep_group_style "megatron", order
 // "tp-cp-ep-dp-pp", dp (optional; must equal num_gpus / (tp·cp·pp)).
 #pragma once
 
@@ -59,6 +60,8 @@ struct ParallelSpec {
   std::int64_t ep = 1;
   std::int64_t etp = 1;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  // Megatron-Core's --moe-grouped-gemm; only when the config states it (MoE models only).
+  std::optional<bool> moe_grouped_gemm;
   EpGroupStyle ep_group_style = EpGroupStyle::kMegatron;
   AxisOrder order{Axis::tp, Axis::cp, Axis::ep, Axis::dp, Axis::pp};
   std::optional<std::int64_t> dp;  // only when the config states it

@@ -24,6 +24,25 @@ KernelTime KernelTimer::gemm(const GemmShape& shape, Dtype dtype) {
   return gemms_.emplace(key, time).first->second;
 }
 
+KernelTime KernelTimer::grouped_gemm(const GroupedGemmShape& shape, Dtype dtype, bool one_kernel) {
+  GroupedKey key{{}, static_cast<int>(dtype), one_kernel};
+  for (const GemmShape& p : shape.problems) std::get<0>(key).push_back({p.m, p.n, p.k, p.batch, 0});
+  auto found = grouped_.find(key);
+  if (found != grouped_.end()) return found->second;
+  KernelTime time{Time::zero(), Time::zero()};
+  if (one_kernel) {
+    time = {gpu_.grouped_gemm(shape, dtype, sms_alone()),
+            gpu_.grouped_gemm(shape, dtype, sms_contended())};
+  } else {
+    for (const GemmShape& p : shape.problems) {
+      const KernelTime one = gemm(p, dtype);
+      time.alone += one.alone;
+      time.contended += one.contended;
+    }
+  }
+  return grouped_.emplace(std::move(key), time).first->second;
+}
+
 KernelTime KernelTimer::attention(const AttentionShape& shape, bool backward) {
   const AttentionKey key{shape.batch,  shape.heads,    shape.kv_heads, shape.seq_q,
                          shape.seq_kv, shape.head_dim, shape.causal,   backward};

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "sim/core/time.hpp"
 #include "sim/hw/gpu_model.hpp"
@@ -21,6 +22,9 @@ class KernelTimer {
   explicit KernelTimer(const GpuModel& gpu);
 
   KernelTime gemm(const GemmShape& shape, Dtype dtype);
+  // `one_kernel`: a grouped GEMM kernel over the problems; otherwise one GEMM kernel per
+  // problem, back to back, each paying its launch (Megatron without --moe-grouped-gemm).
+  KernelTime grouped_gemm(const GroupedGemmShape& shape, Dtype dtype, bool one_kernel);
   KernelTime attention(const AttentionShape& shape, bool backward);
   KernelTime memory_bound(double bytes);
 
@@ -33,6 +37,8 @@ class KernelTimer {
   using AttentionKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                                   std::int64_t, std::int64_t, bool, bool>;
   std::map<GemmKey, KernelTime> gemms_;
+  using GroupedKey = std::tuple<std::vector<GemmKey>, int, bool>;
+  std::map<GroupedKey, KernelTime> grouped_;
   std::map<AttentionKey, KernelTime> attentions_;
   std::map<double, KernelTime> memory_;
 };

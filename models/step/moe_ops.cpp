@@ -13,6 +13,20 @@ double d(std::int64_t v) {
   return static_cast<double>(v);
 }
 
+// Per problem: the data gradient dX = dY·Wᵀ (m × k from m × n) and the weight gradient
+// dW = Xᵀ·dY (k × n summed over the m rows), as for a dense linear layer.
+GroupedGemmShape grouped_dgrad(const GroupedGemmShape& f) {
+  GroupedGemmShape out;
+  for (const GemmShape& p : f.problems) out.problems.push_back({p.m, p.k, p.n, p.batch});
+  return out;
+}
+
+GroupedGemmShape grouped_wgrad(const GroupedGemmShape& f) {
+  GroupedGemmShape out;
+  for (const GemmShape& p : f.problems) out.problems.push_back({p.k, p.n, p.m, p.batch});
+  return out;
+}
+
 }  // namespace
 
 MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep) {
@@ -34,18 +48,21 @@ MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep) {
     kept += cap > 0 ? std::min(expert_rows[i], cap) : expert_rows[i];
   }
   load.dropped_fraction = 1.0 - kept / (d(ep) * routed);
-  double busiest = 0;
   for (std::int64_t r = 0; r < ep; ++r) {
     double share = 0, rows = 0;
+    std::vector<double> per_expert;
     for (std::int64_t e = r * local; e < (r + 1) * local; ++e) {
       share += loads[static_cast<std::size_t>(e)];
       // Padded buffers: with a capacity every expert computes exactly ep·C rows.
-      rows += cap > 0 ? cap : expert_rows[static_cast<std::size_t>(e)];
+      per_expert.push_back(cap > 0 ? cap : expert_rows[static_cast<std::size_t>(e)]);
+      rows += per_expert.back();
     }
     if (share > load.busiest_share) load.busiest_share = share;
-    busiest = std::max(busiest, rows);
+    if (r == 0 || rows > load.received_rows) {
+      load.received_rows = rows;
+      load.busiest_expert_rows = std::move(per_expert);
+    }
   }
-  load.received_rows = busiest;
   load.sent_rows = cap > 0 ? d(moe.experts) * load.capacity : routed;
   return load;
 }
@@ -59,6 +76,9 @@ MoeOps::MoeOps(OpEmitter& emit, const LayerDims& dims, const MoeSpec& moe,
   // The allgather dispatcher hands a rank every token of the ETP×EP group for its experts:
   // T·etp·ep·k·(local share) rows, the same count as all-to-all plus the ETP gather.
   expert_rows_ = load_.received_rows * d(setting.etp) / d(local_experts_);
+  for (double rows : load_.busiest_expert_rows) {
+    expert_problem_rows_.push_back(std::llround(rows * d(setting.etp)));
+  }
 }
 
 double MoeOps::row_bytes() const {
@@ -69,15 +89,26 @@ GemmShape MoeOps::router() const {
   return {static_cast<std::int64_t>(load_.tokens), moe_.experts, dims_.hidden};
 }
 
-GemmShape MoeOps::expert_fc1() const {
-  const std::int64_t width = (dims_.gated ? 2 : 1) * moe_.ffn_hidden / setting_.etp;
-  return {std::max<std::int64_t>(1, std::llround(expert_rows_)), width, dims_.hidden,
-          local_experts_};
+std::int64_t MoeOps::fc1_width() const {
+  return (dims_.gated ? 2 : 1) * moe_.ffn_hidden / setting_.etp;
 }
 
-GemmShape MoeOps::expert_fc2() const {
-  return {std::max<std::int64_t>(1, std::llround(expert_rows_)), dims_.hidden,
-          moe_.ffn_hidden / setting_.etp, local_experts_};
+std::int64_t MoeOps::fc2_k() const {
+  return moe_.ffn_hidden / setting_.etp;
+}
+
+GroupedGemmShape MoeOps::experts(std::int64_t n, std::int64_t k) const {
+  GroupedGemmShape shape;
+  for (std::int64_t rows : expert_problem_rows_) shape.problems.push_back({rows, n, k});
+  return shape;
+}
+
+GroupedGemmShape MoeOps::expert_fc1() const {
+  return experts(fc1_width(), dims_.hidden);
+}
+
+GroupedGemmShape MoeOps::expert_fc2() const {
+  return experts(dims_.hidden, fc2_k());
 }
 
 OpIndex MoeOps::exchange(const std::string& name, CollectiveOp op, double bytes, GroupIndex group,
@@ -141,7 +172,7 @@ GemmShape MoeOps::shared_fc2() const {
 }
 
 double MoeOps::expert_elements() const {
-  return expert_rows_ * d(local_experts_) * d(expert_fc2().k);
+  return expert_rows_ * d(local_experts_) * d(fc2_k());
 }
 
 MoeForward MoeOps::forward_dispatch(const Deps& deps) {
@@ -160,9 +191,9 @@ void MoeOps::forward_experts(MoeForward& state) {
     emit_.memory_bound("shared act fwd",
                        (dims_.gated ? 6.0 : 4.0) * d(dims_.tokens()) * d(shared_fc2().k));
   }
-  emit_.gemm("experts fc1 fwd", expert_fc1(), state.sent);
+  emit_.grouped_gemm("experts fc1 fwd", expert_fc1(), setting_.grouped_gemm, state.sent);
   emit_.memory_bound("experts act fwd", (dims_.gated ? 6.0 : 4.0) * expert_elements());
-  const OpIndex fc2 = emit_.gemm("experts fc2 fwd", expert_fc2());
+  const OpIndex fc2 = emit_.grouped_gemm("experts fc2 fwd", expert_fc2(), setting_.grouped_gemm);
   state.combined = combine("fwd", {fc2});
 }
 
@@ -190,8 +221,6 @@ void MoeOps::backward_experts(MoeBackward& state, bool recompute_activation) {
   if (moe_.shared_ffn_hidden > 0) {
     state.shared_fc2 = shared_.row_backward("shared fc2", shared_fc2()).wgrad;
   }
-  const auto wgrad = [](const GemmShape& f) { return GemmShape{f.k, f.n, f.m, f.batch}; };
-  const auto dgrad = [](const GemmShape& f) { return GemmShape{f.m, f.k, f.n, f.batch}; };
   if (recompute_activation) {
     OpTag again = emit_.tag();
     const OpTag plain = again;
@@ -200,11 +229,13 @@ void MoeOps::backward_experts(MoeBackward& state, bool recompute_activation) {
     emit_.memory_bound("experts act fwd", (dims_.gated ? 6.0 : 4.0) * expert_elements());
     emit_.set_tag(plain);
   }
-  emit_.gemm("experts fc2 dgrad", dgrad(expert_fc2()), state.combined);
-  state.fc2_wgrad = emit_.gemm("experts fc2 wgrad", wgrad(expert_fc2()));
+  const bool grouped = setting_.grouped_gemm;
+  emit_.grouped_gemm("experts fc2 dgrad", grouped_dgrad(expert_fc2()), grouped, state.combined);
+  state.fc2_wgrad = emit_.grouped_gemm("experts fc2 wgrad", grouped_wgrad(expert_fc2()), grouped);
   emit_.memory_bound("experts act bwd", (dims_.gated ? 10.0 : 6.0) * expert_elements());
-  const OpIndex fc1_d = emit_.gemm("experts fc1 dgrad", dgrad(expert_fc1()));
-  state.fc1_wgrad = emit_.gemm("experts fc1 wgrad", wgrad(expert_fc1()));
+  const OpIndex fc1_d =
+      emit_.grouped_gemm("experts fc1 dgrad", grouped_dgrad(expert_fc1()), grouped);
+  state.fc1_wgrad = emit_.grouped_gemm("experts fc1 wgrad", grouped_wgrad(expert_fc1()), grouped);
   state.returned = dispatch("bwd", {fc1_d});
 }
 
@@ -228,8 +259,8 @@ OpIndex MoeOps::backward_finish(MoeBackward& state, std::vector<GradReady>& grad
     grads.push_back({d(shared_fc2().n * shared_fc2().k), *state.shared_fc2});
     grads.push_back({d(shared_fc1().n * shared_fc1().k), shared_fc1_bwd->wgrad});
   }
-  grads.push_back({d(local_experts_) * d(expert_fc2().n * expert_fc2().k), state.fc2_wgrad});
-  grads.push_back({d(local_experts_) * d(expert_fc1().n * expert_fc1().k), state.fc1_wgrad});
+  grads.push_back({d(local_experts_) * d(dims_.hidden * fc2_k()), state.fc2_wgrad});
+  grads.push_back({d(local_experts_) * d(fc1_width() * dims_.hidden), state.fc1_wgrad});
   grads.push_back({d(moe_.experts * dims_.hidden), router_w});
   Deps done{permuted, router_w};
   if (shared) done.push_back(shared_fc1_bwd->grad_input);
@@ -250,8 +281,8 @@ std::vector<ParamUnit> MoeOps::units(std::int64_t layer) const {
     out.push_back({h * f, layer});
     out.push_back({(dims_.gated ? 2.0 : 1.0) * h * f, layer});
   }
-  out.push_back({d(local_experts_) * d(expert_fc2().n * expert_fc2().k), layer, true});
-  out.push_back({d(local_experts_) * d(expert_fc1().n * expert_fc1().k), layer, true});
+  out.push_back({d(local_experts_) * d(dims_.hidden * fc2_k()), layer, true});
+  out.push_back({d(local_experts_) * d(fc1_width() * dims_.hidden), layer, true});
   out.push_back({d(moe_.experts * dims_.hidden), layer});
   return out;
 }

@@ -21,7 +21,10 @@
 // `router_imbalance` the rank whose experts draw the most tokens receives ep·T·k·(its share)
 // rows; the all-to-all moves that many rows per rank (its straggler) and every rank's grouped
 // GEMM is timed with it (the combine waits for the slowest rank), so all EP ranks keep one
-// program. A capacity caps each expert at ep·C rows: excess tokens are dropped.
+// program. The expert GEMMs are grouped GEMMs of one problem per local expert, each with the
+// rows its expert receives on that rank (uneven under `router_imbalance`); with
+// `moe_grouped_gemm: false` they run as one GEMM kernel per expert instead. A capacity caps each
+// expert at ep·C rows: excess tokens are dropped.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +42,7 @@ struct MoeSetting {
   bool active = false;  // the model has MoE layers
   std::int64_t ep = 1, etp = 1;
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
+  bool grouped_gemm = true;  // one grouped kernel per expert GEMM, else one kernel per expert
   GroupIndex ep_group = 0, etp_group = 0, tp_ep_group = 0;
   std::int64_t tp_ep_domains = 1;  // NVLink domains the ETP×EP group spans (flex)
 };
@@ -51,6 +55,7 @@ struct MoeLoad {
   double capacity = 0;          // C per expert and source rank (0: dropless)
   double dropped_fraction = 0;  // share of the T·k routed rows over capacity
   double busiest_share = 0;     // the busiest EP rank's share of all routed rows
+  std::vector<double> busiest_expert_rows;  // received_rows split over that rank's experts
 };
 
 MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep);
@@ -96,8 +101,12 @@ class MoeOps {
                    const Deps& deps);
   Deps dispatch(const std::string& pass, const Deps& deps);
   Deps combine(const std::string& pass, const Deps& deps);
-  GemmShape expert_fc1() const;
-  GemmShape expert_fc2() const;
+  // One problem per local expert, m = the rows that expert computes.
+  GroupedGemmShape expert_fc1() const;
+  GroupedGemmShape expert_fc2() const;
+  GroupedGemmShape experts(std::int64_t n, std::int64_t k) const;
+  std::int64_t fc1_width() const;
+  std::int64_t fc2_k() const;
   GemmShape router() const;
   GemmShape shared_fc1() const;
   GemmShape shared_fc2() const;
@@ -111,7 +120,8 @@ class MoeOps {
   TpLinear& shared_;
   MoeLoad load_;
   std::int64_t local_experts_ = 1;
-  double expert_rows_ = 0;  // rows one local expert computes (after ETP gather)
+  double expert_rows_ = 0;  // rows one local expert computes on average (after ETP gather)
+  std::vector<std::int64_t> expert_problem_rows_;  // rows each local expert computes
 };
 
 }  // namespace wallsim::models

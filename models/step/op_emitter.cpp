@@ -75,6 +75,24 @@ OpIndex OpEmitter::gemm(std::string_view name, const GemmShape& shape, const Dep
                      gemm_deps);
 }
 
+OpIndex OpEmitter::grouped_gemm(std::string_view name, const GroupedGemmShape& shape,
+                                bool one_kernel, const Deps& deps) {
+  Deps gemm_deps = deps;
+  if (gemm_dtype_ == Dtype::kFp8) {
+    double a = 0, b = 0;
+    for (const GemmShape& p : shape.problems) {
+      a += elements(p.m, p.k, p.batch);
+      b += elements(p.k, p.n, p.batch);
+    }
+    const std::string base(name);
+    memory_bound(base + " cast a", kFp8CastBytesPerElement * a, deps);
+    memory_bound(base + " cast b", kFp8CastBytesPerElement * b);
+    gemm_deps.clear();
+  }
+  return add_compute(name, OpCategory::kGemm, timer_.grouped_gemm(shape, gemm_dtype_, one_kernel),
+                     grouped_gemm_flops(shape), gemm_deps);
+}
+
 OpIndex OpEmitter::gemm_piece(std::string_view name, const GemmShape& whole, std::int64_t rows,
                               bool first_piece, const Deps& deps) {
   const GemmShape piece{rows, whole.n, whole.k, whole.batch};

@@ -16,6 +16,7 @@
 #include "models/step/kernel_timer.hpp"
 #include "models/step/step_program.hpp"
 #include "sim/graph/op_graph.hpp"
+#include "sim/hw/grouped_gemm.hpp"
 #include "sim/hw/kernel_flops.hpp"
 #include "sim/report/op_category.hpp"
 
@@ -51,6 +52,10 @@ class OpEmitter {
   // A GEMM in the training precision; with fp8 each input is first cast from bf16
   // (one memory-bound kernel per input: read 2 bytes, write 1 per element).
   OpIndex gemm(std::string_view name, const GemmShape& shape, const Deps& deps = {});
+  // The problems of a grouped GEMM as one op: one grouped kernel, or with `one_kernel` false a
+  // loop of one GEMM kernel per problem. With fp8 each input is cast once for all problems.
+  OpIndex grouped_gemm(std::string_view name, const GroupedGemmShape& shape, bool one_kernel,
+                       const Deps& deps = {});
   // `rows` rows of a GEMM that communication overlap splits along M (Transformer Engine's
   // userbuffer overlap): the pieces run back to back at the efficiency of the whole GEMM, so a
   // piece takes its share of the whole GEMM's time (splitting does not re-pay wave or size

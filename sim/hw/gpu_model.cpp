@@ -37,29 +37,61 @@ double GpuModel::achieved_hbm_Bps(double bytes) const {
   return profile_.hbm_bandwidth_Bps * profile_.hbm_efficiency.at(bytes);
 }
 
-double GpuModel::gemm_compute_flops_per_s(const GemmShape& shape, Dtype dtype,
-                                          int sms_available) const {
-  check_sms(sms_available);
+double GpuModel::falloff_compute_s(const GemmShape& shape, Dtype dtype, int sms_available) const {
   const DtypeCompute& compute = profile_.compute_of(dtype);
   const std::int64_t tiles =
       gemm_tile_count(shape.m, shape.n, shape.batch, profile_.gemm.tile_m, profile_.gemm.tile_n);
   // The SMs a comm kernel holds are lost to every wave, and the partial last wave is counted
   // over the SMs that remain.
   const double sm_share = static_cast<double>(sms_available) / profile_.sms;
-  return compute.gemm_best_flops * profile_.gemm.size_falloff.at(gemm_flops(shape)) *
-         wave_efficiency(tiles, sms_available) * sm_share;
+  const double rate = compute.gemm_best_flops * profile_.gemm.size_falloff.at(gemm_flops(shape)) *
+                      wave_efficiency(tiles, sms_available) * sm_share;
+  return gemm_flops(shape) / rate;
+}
+
+double GpuModel::gemm_compute_s(const GemmShape& shape, Dtype dtype, int sms_available) const {
+  check_gemm_shape(shape);
+  check_sms(sms_available);
+  const DtypeCompute& compute = profile_.compute_of(dtype);
+  const GemmTable* table = profile_.gemm.table(dtype);
+  if (table == nullptr) return falloff_compute_s(shape, dtype, sms_available);
+  const double rows = static_cast<double>(shape.m) * static_cast<double>(shape.batch);
+  const double n = static_cast<double>(shape.n), k = static_cast<double>(shape.k);
+  // The measurements ran on every SM and carry their own waves; losing SMs to a comm kernel
+  // slows every wave alike.
+  double t = table->compute_s(rows, n, k) * profile_.sms / sms_available;
+  if (table->waves_unmeasured(rows, n)) {
+    const std::int64_t tiles =
+        gemm_tile_count(shape.m, shape.n, shape.batch, profile_.gemm.tile_m, profile_.gemm.tile_n);
+    t = std::max(t, wave_floor_s(tiles, shape.k, profile_.gemm.tile_m, profile_.gemm.tile_n,
+                                 sms_available, profile_.sms, compute.gemm_best_flops));
+  }
+  return t;
+}
+
+double GpuModel::gemm_compute_flops_per_s(const GemmShape& shape, Dtype dtype,
+                                          int sms_available) const {
+  const double compute_s = gemm_compute_s(shape, dtype, sms_available);
+  return compute_s > 0 ? gemm_flops(shape) / compute_s : 0.0;
+}
+
+Time GpuModel::gemm_time(double flops, double bytes, double compute_s) const {
+  // A GEMM with an empty dimension returns at once: nothing to read or write.
+  if (!(flops > 0)) return profile_.kernel_launch_overhead;
+  const double memory_s = bytes / achieved_hbm_Bps(bytes);
+  return profile_.kernel_launch_overhead + Time::from_seconds(std::max(compute_s, memory_s));
 }
 
 Time GpuModel::gemm(const GemmShape& shape, Dtype dtype, int sms_available) const {
-  check_gemm_shape(shape);
-  const double rate = gemm_compute_flops_per_s(shape, dtype, sms_available);
-  const double flops = gemm_flops(shape);
-  // A GEMM with an empty dimension returns at once: nothing to read or write.
-  if (!(flops > 0)) return profile_.kernel_launch_overhead;
-  const double bytes = gemm_bytes(shape, dtype);
-  const double compute_s = flops / rate;
-  const double memory_s = bytes / achieved_hbm_Bps(bytes);
-  return profile_.kernel_launch_overhead + Time::from_seconds(std::max(compute_s, memory_s));
+  const double compute_s = gemm_compute_s(shape, dtype, sms_available);
+  return gemm_time(gemm_flops(shape), gemm_bytes(shape, dtype), compute_s);
+}
+
+Time GpuModel::grouped_gemm(const GroupedGemmShape& shape, Dtype dtype, int sms_available) const {
+  for (const GemmShape& problem : shape.problems) check_gemm_shape(problem);
+  const GemmShape folded = fold_grouped_gemm(shape, profile_.gemm.tile_m);
+  const double compute_s = gemm_compute_s(folded, dtype, sms_available);
+  return gemm_time(grouped_gemm_flops(shape), grouped_gemm_bytes(shape, dtype), compute_s);
 }
 
 Time GpuModel::attention(AttentionPass pass, const AttentionShape& shape, double flops,

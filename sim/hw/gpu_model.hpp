@@ -1,9 +1,15 @@
 // GpuModel: how long a GEMM, a flash-attention call or a memory-bound kernel runs on one GPU.
 //
 // Every kernel pays the profile's launch overhead, then:
-//   GEMM        max(FLOPs / compute rate, bytes / (HBM bandwidth · hbm_efficiency(bytes)))
-//               compute rate = peak(dtype) · best_fraction(dtype) · size_falloff(FLOPs)
-//                              · wave_efficiency(tiles, sms_available) · sms_available / sms
+//   GEMM        max(compute time, bytes / (HBM bandwidth · hbm_efficiency(bytes))); compute time
+//               with a measured table for the dtype (gemm_table.hpp, rows = m·batch):
+//                 table(rows, n, k) · sms / sms_available, and where rows or n lie beyond the
+//                 table (it says nothing of waves there; GemmTable::waves_unmeasured) at least
+//                 wave_floor_s(tiles, k, sms_available) (wave_quantization.hpp)
+//               without one: FLOPs / (peak · best_fraction · size_falloff(FLOPs)
+//                                     · wave_efficiency(tiles, sms_available) · sms_available/sms)
+//   grouped     one kernel over several problems: the compute time of the single GEMM
+//   GEMM        fold_grouped_gemm gives (grouped_gemm.hpp), the bytes of all problems
 //   attention   FLOPs / (table FLOP/s(pass, causal, head_dim, seq_kv) · sms_available / sms)
 //   memory      bytes / (HBM bandwidth · hbm_efficiency(bytes)), whatever sms_available is
 // `sms_available` is the number of SMs the kernel may use: all of them (profile().sms) when it
@@ -14,6 +20,7 @@
 
 #include "sim/core/time.hpp"
 #include "sim/hw/gpu_profile.hpp"
+#include "sim/hw/grouped_gemm.hpp"
 #include "sim/hw/kernel_flops.hpp"
 
 namespace wallsim {
@@ -27,6 +34,8 @@ class GpuModel {
   // InputError when the profile lacks `dtype`; std::invalid_argument when a dimension is
   // negative or sms_available is outside [1, profile().sms].
   Time gemm(const GemmShape& shape, Dtype dtype, int sms_available) const;
+  // One grouped kernel over `shape.problems` (all of the same n); same errors as gemm.
+  Time grouped_gemm(const GroupedGemmShape& shape, Dtype dtype, int sms_available) const;
   // Flash attention is modelled in bf16, the precision its tables were measured in.
   Time attention_forward(const AttentionShape& shape, int sms_available) const;
   Time attention_backward(const AttentionShape& shape, int sms_available) const;
@@ -36,6 +45,8 @@ class GpuModel {
   // The rates behind the durations, for reports and tests.
   // FLOP/s a GEMM of this shape sustains while compute-bound.
   double gemm_compute_flops_per_s(const GemmShape& shape, Dtype dtype, int sms_available) const;
+  // Seconds a GEMM of this shape computes, before the HBM floor and the launch overhead.
+  double gemm_compute_s(const GemmShape& shape, Dtype dtype, int sms_available) const;
   // HBM bandwidth a kernel moving `bytes` sustains.
   double achieved_hbm_Bps(double bytes) const;
 
@@ -43,6 +54,8 @@ class GpuModel {
   Time attention(AttentionPass pass, const AttentionShape& shape, double flops,
                  int sms_available) const;
   void check_sms(int sms_available) const;
+  double falloff_compute_s(const GemmShape& shape, Dtype dtype, int sms_available) const;
+  Time gemm_time(double flops, double bytes, double compute_s) const;
 
   GpuProfile profile_;
 };

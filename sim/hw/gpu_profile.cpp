@@ -78,11 +78,62 @@ std::map<Dtype, DtypeCompute> parse_compute(JsonObject& gpu, JsonObject& gemm) {
   return compute;
 }
 
-GemmEfficiency parse_gemm(JsonObject& gemm) {
+// {"source": "...", "points": [{"m": 4096, "n": 4096, "k": 4096, "tflops": 783.3}, ...]}
+GemmTable parse_gemm_table(const JsonNode& node, double best_flops) {
+  JsonObject object(node);
+  std::string source = object.string("source");
+  const JsonNode points_node = object.at("points");
+  object.finish();
+  std::vector<MeasuredGemm> points;
+  for (const JsonNode& item : points_node.as_array()) {
+    JsonObject point(item);
+    const auto dim = [&](std::string_view key) {
+      return static_cast<double>(point.integer(key, 1, std::int64_t{1} << 40));
+    };
+    const MeasuredGemm p{dim("m"), dim("n"), dim("k"), point.positive("tflops") * kTera};
+    point.finish();
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      if (points[i].m == p.m && points[i].n == p.n && points[i].k == p.k) {
+        item.fail("repeats the m, n and k of points[" + std::to_string(i) + "]");
+      }
+    }
+    points.push_back(p);
+  }
+  if (points.empty()) points_node.fail("must list at least one point");
+  return GemmTable(std::move(points), best_flops, std::move(source));
+}
+
+std::map<Dtype, GemmTable> parse_measured(const JsonNode& node,
+                                          const std::map<Dtype, DtypeCompute>& compute) {
+  JsonObject object(node);
+  std::map<Dtype, GemmTable> tables;
+  for (const auto& [dtype, c] : compute) {
+    if (auto table = object.find(dtype_name(dtype))) {
+      tables[dtype] = parse_gemm_table(*table, c.gemm_best_flops);
+    }
+  }
+  object.finish();  // rejects dtypes the profile has no peak for
+  return tables;
+}
+
+GemmEfficiency parse_gemm(JsonObject& gemm, const std::map<Dtype, DtypeCompute>& compute) {
   GemmEfficiency out;
   out.tile_m = static_cast<int>(gemm.integer("tile_m", 1, 4096));
   out.tile_n = static_cast<int>(gemm.integer("tile_n", 1, 4096));
-  out.size_falloff = parse_curve(gemm.at("size_falloff"), "flops", "relative", 1e-6, 1.0);
+  if (auto measured = gemm.find("measured")) out.measured = parse_measured(*measured, compute);
+  if (out.measured.size() < compute.size()) {
+    if (!gemm.has("size_falloff")) {
+      const auto without = std::find_if(compute.begin(), compute.end(), [&](const auto& c) {
+        return out.measured.count(c.first) == 0;
+      });
+      throw InputError(gemm.node().file(), gemm.node().path() + ".size_falloff", "",
+                       "is required: " + std::string(dtype_name(without->first)) +
+                           " has no table in gemm.measured");
+    }
+    out.size_falloff = parse_curve(gemm.at("size_falloff"), "flops", "relative", 1e-6, 1.0);
+  } else if (auto falloff = gemm.find("size_falloff")) {
+    falloff->fail("is not used: every dtype has a table in gpu.gemm.measured");
+  }
   return out;
 }
 
@@ -174,7 +225,7 @@ GpuProfile parse_gpu_profile(const JsonNode& gpu_section) {
   profile.hbm_bandwidth_Bps = gpu.positive("hbm_bandwidth_TBps") * kTera;
   JsonObject gemm(gpu.at("gemm"));
   profile.compute = parse_compute(gpu, gemm);
-  profile.gemm = parse_gemm(gemm);
+  profile.gemm = parse_gemm(gemm, profile.compute);
   gemm.finish();
   profile.attention = parse_attention(gpu.at("attention"));
   profile.hbm_efficiency = parse_curve(gpu.at("hbm_efficiency"), "bytes", "fraction", 1e-6, 1.0);

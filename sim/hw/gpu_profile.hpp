@@ -2,9 +2,9 @@
 //
 // The `gpu` section of calibration/profiles/<name>.json (see sim/hw/README.md for every key):
 // peak dense FLOP/s per dtype, HBM size and bandwidth, the best GEMM throughput measured per
-// dtype with a size falloff, flash-attention throughput tables, HBM efficiency by bytes moved,
-// the per-kernel launch overhead and the SMs a communication kernel holds. Every number in a
-// shipped profile carries its citation in the section's `sources` object.
+// dtype with a table of measured shapes or a size falloff, flash-attention throughput tables, HBM
+// efficiency by bytes moved, the per-kernel launch overhead and the SMs a communication kernel
+// holds. Every number in a shipped profile carries its citation in the section's `sources` object.
 #pragma once
 
 #include <map>
@@ -13,6 +13,7 @@
 #include "sim/core/time.hpp"
 #include "sim/hw/attention_tables.hpp"
 #include "sim/hw/dtype.hpp"
+#include "sim/hw/gemm_table.hpp"
 #include "sim/hw/log_curve.hpp"
 
 namespace wallsim {
@@ -29,9 +30,17 @@ struct GemmEfficiency {
   // Output tile of the GEMM kernels, for wave quantization (wave_quantization.hpp).
   int tile_m = 128;
   int tile_n = 256;
-  // Relative efficiency (0, 1] against the GEMM's total FLOPs, applied on top of the
-  // best-shape fraction: 1 for large GEMMs, less for small ones.
+  // Measured throughput by shape (gemm_table.hpp), per dtype; a dtype listed here is timed by
+  // its table.
+  std::map<Dtype, GemmTable> measured;
+  // A dtype without a table: relative efficiency (0, 1] against the GEMM's total FLOPs, applied
+  // on top of the best-shape fraction (1 for large GEMMs, less for small ones). Empty when every
+  // dtype has a table.
   LogCurve size_falloff;
+  const GemmTable* table(Dtype dtype) const {
+    const auto found = measured.find(dtype);
+    return found == measured.end() ? nullptr : &found->second;
+  }
 };
 
 struct GpuProfile {

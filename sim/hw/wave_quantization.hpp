@@ -31,4 +31,20 @@ constexpr double wave_efficiency(std::int64_t tiles, int sms) {
   return static_cast<double>(tiles) / static_cast<double>(waves * sms);
 }
 
+// The least time `tiles` output tiles of a GEMM with inner dimension k can take on sms_available
+// of a GPU's `sms` SMs: ceil(tiles / sms_available) waves, each one tile_m×tile_n×k tile per SM
+// at the per-SM share of the best-shape rate:
+//   t = ceil(tiles / sms_available) · 2·k·tile_m·tile_n / (best_flops / sms)
+// Tiles are charged whole (a ragged edge costs a full tile) so the floor never falls as a
+// dimension grows. best_flops is taken as a whole-wave rate, as GpuModel's falloff path does.
+constexpr double wave_floor_s(std::int64_t tiles, std::int64_t k, std::int64_t tile_m,
+                              std::int64_t tile_n, int sms_available, int sms, double best_flops) {
+  if (sms_available <= 0 || sms <= 0) throw std::invalid_argument("wave_floor_s needs sms > 0");
+  if (tiles <= 0 || k <= 0) return 0.0;
+  const std::int64_t waves = (tiles + sms_available - 1) / sms_available;
+  const double tile_flops =
+      2.0 * static_cast<double>(k) * static_cast<double>(tile_m) * static_cast<double>(tile_n);
+  return static_cast<double>(waves) * tile_flops / (best_flops / sms);
+}
+
 }  // namespace wallsim

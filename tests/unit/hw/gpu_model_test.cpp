@@ -26,56 +26,60 @@ constexpr int kAllSms = 132;
 
 }  // namespace
 
-TEST_CASE("a big square bf16 GEMM on H100 runs at the best-shape fraction of peak",
+TEST_CASE("a big square bf16 GEMM on H100 runs at the table's largest measured shape's rate",
           "[hw][model][gemm]") {
-  // 16896 = 128·132 = 256·66: the 128×256 tiles number 132·66, exactly 66 full waves, and
-  // 2·16896³ = 9.6 TFLOP is far above the falloff's last point (128 GFLOP). Compute-bound:
-  // bytes = 3·16896²·2 = 1.7 GB take 0.57 ms at 0.9·3.35 TB/s against 12 ms of compute.
+  // 16896³ lies beyond the sm_90 table in every dimension (largest: 16384 rows, n and k 4096),
+  // so it keeps the rate of 16384×4096×4096, 793.1 TFLOP/s (kernels.md A2, b=4 4096³), which
+  // is under the MAMF cap of 794.5. Its waves: 16896 = 128·132 = 256·66, so the 128×256 tiles
+  // fill exactly 66 waves and the wave floor is F / 794.5 TFLOP/s, below the table's time.
+  // Compute-bound: 1.7 GB of bytes take 0.57 ms at 0.9·3.35 TB/s against 12 ms of compute.
   const GemmShape shape{.m = 16896, .n = 16896, .k = 16896};
   const double flops = 2.0 * 16896 * 16896 * 16896;
   const Time t = h100().gemm(shape, Dtype::kBf16, kAllSms);
-  // MAMF measured 794.5 of 989.4 TFLOP/s (ml-engineering, hardware.md §1.3).
-  CHECK(flops / busy_s(t) == Approx(794.5e12).epsilon(1e-6));
-  CHECK(flops / busy_s(t) / 989.4e12 == Approx(0.803).epsilon(1e-3));
+  CHECK(flops / busy_s(t) == Approx(793.1e12).epsilon(1e-6));
 }
 
-TEST_CASE("a GEMM with one tile more than the SMs takes about two waves", "[hw][model][gemm]") {
-  // 19·7 = 133 tiles of 128×256 (m = 19·128, n = 7·256) on 132 SMs: two waves, 133/264 busy.
-  // 12·11 = 132 tiles (m = 12·128, n = 11·256): one full wave. Both above 128 GFLOP and
-  // compute-bound (arithmetic intensity ~1000 FLOP/B).
-  const GemmShape over{.m = 19 * 128, .n = 7 * 256, .k = 16384};
-  const GemmShape exact{.m = 12 * 128, .n = 11 * 256, .k = 16384};
-  const double s_per_flop_over =
-      busy_s(h100().gemm(over, Dtype::kBf16, kAllSms)) / gemm_flops(over);
-  const double s_per_flop_exact =
-      busy_s(h100().gemm(exact, Dtype::kBf16, kAllSms)) / gemm_flops(exact);
-  CHECK(s_per_flop_over / s_per_flop_exact == Approx(264.0 / 133.0).epsilon(1e-6));
-  CHECK(busy_s(h100().gemm(over, Dtype::kBf16, kAllSms)) ==
-        Approx(gemm_flops(over) / (794.5e12 * 133.0 / 264.0)).epsilon(1e-6));
+TEST_CASE("beyond the table a GEMM with one tile more than the SMs pays two whole waves",
+          "[hw][model][gemm]") {
+  // n = 19·256 = 4864 lies beyond the table's largest n (4096), so waves count there:
+  // m = 7·128 gives 7·19 = 133 tiles on 132 SMs, two waves of one 128×256×16384 tile per SM
+  // at the per-SM share of 794.5 TFLOP/s: 2 · 2·16384·128·256 / (794.5e12 / 132) = 357 µs.
+  // The table's own time is lower: F = 142.8 GFLOP at the rate of 896×4096×4096 (~720).
+  const GemmShape over{.m = 7 * 128, .n = 19 * 256, .k = 16384};
+  const double two_waves = 2 * 2.0 * 16384 * 128 * 256 / (794.5e12 / 132);
+  CHECK(busy_s(h100().gemm(over, Dtype::kBf16, kAllSms)) == Approx(two_waves).epsilon(1e-9));
+  // Inside the table no wave term: 2432×1792×16384 (133 tiles) keeps the table's rate.
+  const GemmShape inside{.m = 19 * 128, .n = 7 * 256, .k = 16384};
+  CHECK(h100().gemm_compute_s(inside, Dtype::kBf16, kAllSms) ==
+        Approx(h100().profile().gemm.table(Dtype::kBf16)->compute_s(2432, 1792, 16384)));
 }
 
 TEST_CASE("a skinny GEMM is memory-bound: its time is bytes over HBM bandwidth",
           "[hw][model][gemm]") {
   // 16 tokens through an 8192×8192 weight: reading the weight dominates.
   // bytes = (16·8192 + 8192·8192 + 16·8192)·2 = 134.5 MB, above 100 MB so HBM runs at 0.9
-  // of 3.35 TB/s: 44.6 µs. Compute: 2.1 GFLOP at 794.5 TF/s · falloff 0.72 · waves 32/132
-  // = 138 TF/s, 15.5 µs. The memory term wins.
+  // of 3.35 TB/s: 44.6 µs. Compute: 16 rows lie below the table's smallest (256), so the rate
+  // of its nearest shape, 256×4096×4096, holds: 2.1 GFLOP at 412 TF/s = 5.2 µs (no wave
+  // floor below the smallest measured rows). The memory term wins.
   const GemmShape shape{.m = 16, .n = 8192, .k = 8192};
   const double bytes = (16.0 * 8192 + 8192.0 * 8192 + 16.0 * 8192) * 2;
   CHECK(busy_s(h100().gemm(shape, Dtype::kBf16, kAllSms)) ==
         Approx(bytes / (0.9 * 3.35e12)).epsilon(1e-6));
 }
 
-TEST_CASE("a 17.7 GFLOP GEMM runs below the best-shape rate by the size falloff",
+TEST_CASE("without a table a 29 GFLOP GEMM runs below the best-shape rate by the size falloff",
           "[hw][model][gemm]") {
-  // 12·11 = 132 tiles (one full wave). F = 2·1536·2816·2048 = 17.7 GFLOP lies between the
-  // falloff points 16 GFLOP (0.9/0.95) and 128 GFLOP (1.0), log2-interpolated.
-  const GemmShape shape{.m = 1536, .n = 2816, .k = 2048};
+  // The A100 profile has no measured table (kernels.md has only A100's MAMF), so the falloff
+  // path times it. 12·9 = 108 tiles on 108 SMs (one full wave). F = 2·1536·2304·4096 = 29.0
+  // GFLOP lies between the falloff points 16 GFLOP (0.9474) and 128 GFLOP (1.0), log2-linear.
+  static const GpuModel a100(test::load_shipped_gpu("a100-sxm-80gb"));
+  const GemmShape shape{.m = 1536, .n = 2304, .k = 4096};
   const double flops = gemm_flops(shape);
   const double t = std::log2(flops / 16e9) / std::log2(128e9 / 16e9);
   const double relative = 0.9474 + t * (1.0 - 0.9474);
-  CHECK(flops / busy_s(h100().gemm(shape, Dtype::kBf16, kAllSms)) ==
-        Approx(794.5e12 * relative).epsilon(1e-6));
+  const double busy =
+      (a100.gemm(shape, Dtype::kBf16, 108) - a100.profile().kernel_launch_overhead).seconds();
+  CHECK(flops / busy == Approx(271.2e12 * relative).epsilon(1e-6));
 }
 
 TEST_CASE("an fp8 GEMM on H100 runs at the fp8 best-shape rate", "[hw][model][gemm]") {
