@@ -51,6 +51,24 @@ double best_fraction(const std::vector<CurvePoint>& samples) {
   return std::min(1.0, quantile(large, kBestQuantile));
 }
 
+std::vector<MeasuredGemm> measured_table(const std::vector<GemmPoint>& points, Dtype dtype,
+                                         const GpuProfile& profile) {
+  using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
+  std::map<Shape, std::vector<double>> rates;
+  for (const GemmPoint& p : points) {
+    if (p.dtype != dtype || !compute_bound(p, profile)) continue;
+    const double run_s = run_time_s(p.time_s, profile.kernel_launch_overhead.us());
+    rates[{p.shape.m * p.shape.batch, p.shape.n, p.shape.k}].push_back(gemm_flops(p.shape) / run_s);
+  }
+  std::vector<MeasuredGemm> table;
+  for (const auto& [shape, samples] : rates) {
+    const auto [m, n, k] = shape;
+    table.push_back(
+        {static_cast<double>(m), static_cast<double>(n), static_cast<double>(k), median(samples)});
+  }
+  return table;
+}
+
 }  // namespace
 
 double run_time_s(double time_s, double launch_overhead_us) {
@@ -93,6 +111,9 @@ std::optional<GemmFit> fit_gemm(const std::vector<GemmPoint>& points, const GpuP
     for (const CurvePoint& s : samples) relative.push_back({s.x, s.y / best});
   }
   fit.size_falloff = monotone_efficiency(median_by_log2_bin(relative));
+  for (const auto& [dtype, samples] : by_dtype) {
+    fit.measured[dtype] = measured_table(points, dtype, profile);
+  }
   return fit;
 }
 

@@ -1,6 +1,7 @@
 #include "calibration/fit/profile_fit.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "calibration/fit/comm_fit.hpp"
@@ -72,6 +73,28 @@ void apply_gemm(const GemmFit& fit, const GpuProfile& gpu_profile, Patch& patch)
     gemm["best_tflops"][std::string(dtype_name(dtype))] =
         std::min(tflops, gpu_profile.peak_flops(dtype) / 1e12);
     patch.gpu_source("gemm.best_tflops." + std::string(dtype_name(dtype)));
+  }
+  for (const auto& [dtype, points] : fit.measured) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const MeasuredGemm& p : points) {
+      const auto integer = [](double v) { return static_cast<std::int64_t>(std::llround(v)); };
+      rows.push_back({{"m", integer(p.m)},
+                      {"n", integer(p.n)},
+                      {"k", integer(p.k)},
+                      {"tflops", p.flops_per_s / 1e12}});
+    }
+    gemm["measured"][std::string(dtype_name(dtype))] = {{"source", patch.note}, {"points", rows}};
+  }
+  // The fitted tables replace the base's; the falloff stays only for a dtype still without one.
+  const bool every_dtype_tabled =
+      std::all_of(gpu_profile.compute.begin(), gpu_profile.compute.end(), [&](const auto& c) {
+        return gemm.contains("measured") &&
+               gemm["measured"].contains(std::string(dtype_name(c.first)));
+      });
+  if (every_dtype_tabled) {
+    gemm.erase("size_falloff");
+    patch.document["gpu"]["sources"].erase("gemm.size_falloff");
+    return;
   }
   gemm["size_falloff"] = curve_json(fit.size_falloff, "flops", "relative");
   patch.gpu_source("gemm.size_falloff");

@@ -52,12 +52,21 @@ double speedup(std::int64_t m, std::int64_t k, std::int64_t n) {
 }  // namespace
 
 TEST_CASE("fp8 against bf16 for a small layer-norm → linear (torchao: 0.80)", "[hw][fp8]") {
+  // The model gives 0.97. Tolerance ±0.25: this layer takes ~40 µs, of which launch gaps
+  // (13 kernels at 1 µs) and 2–12 MB transfers in the steep part of the HBM efficiency curve
+  // make half; torch.compile fuses the activation cast into the layer norm (fewer bytes than
+  // here) and dynamic scaling adds amax reductions the model omits (more kernels), each worth
+  // 10–20% of the layer. The fp8 table has no shape below M = N = 8192, so the fp8 GEMMs here
+  // run at 8192×8192's rate: optimistic, which is why the model sits above 0.80.
   const double s = speedup(1024, 2048, 1024);
   UNSCOPED_INFO("model fp8/bf16 speedup at 1024,2048,1024: " << s);
   CHECK(s == Approx(0.80).margin(0.25));
 }
 
 TEST_CASE("fp8 against bf16 for a large layer-norm → linear (torchao: 1.39)", "[hw][fp8]") {
+  // The model gives 1.47. Tolerance ±10%: GEMMs dominate, and both rates are single sources
+  // (bf16: the table's largest node held beyond it; fp8: TileLang on H800 at K = 8192, capped at
+  // the cuBLAS MAMF), each some 5–10% from what Transformer Engine's cuBLAS calls would run.
   const double s = speedup(4096, 8192, 16384);
   UNSCOPED_INFO("model fp8/bf16 speedup at 4096,8192,16384: " << s);
   CHECK(s == Approx(1.39).epsilon(0.10));
