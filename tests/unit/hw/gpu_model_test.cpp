@@ -47,7 +47,7 @@ TEST_CASE("beyond the table a GEMM with one tile more than the SMs pays two whol
   // The table's own time is lower: F = 142.8 GFLOP at the rate of 896×4096×4096 (~720).
   const GemmShape over{.m = 7 * 128, .n = 19 * 256, .k = 16384};
   const double two_waves = 2 * 2.0 * 16384 * 128 * 256 / (794.5e12 / 132);
-  CHECK(busy_s(h100().gemm(over, Dtype::kBf16, kAllSms)) == Approx(two_waves).epsilon(1e-9));
+  CHECK(busy_s(h100().gemm(over, Dtype::kBf16, kAllSms)) == Approx(two_waves).epsilon(1e-6));
   // Inside the table no wave term: 2432×1792×16384 (133 tiles) keeps the table's rate.
   const GemmShape inside{.m = 19 * 128, .n = 7 * 256, .k = 16384};
   CHECK(h100().gemm_compute_s(inside, Dtype::kBf16, kAllSms) ==

@@ -63,8 +63,8 @@ TEST_CASE("shipped profiles name themselves and say where their numbers came fro
     CHECK(sources.contains("attention"));
     // The falloff cites its source in gpu.sources; a measured table carries its own.
     if (gpu.at("gemm").contains("size_falloff")) CHECK(sources.contains("gemm.size_falloff"));
-    for (const auto& [dtype, table] :
-         gpu.at("gemm").value("measured", nlohmann::json::object()).items()) {
+    const nlohmann::json measured = gpu.at("gemm").value("measured", nlohmann::json::object());
+    for (const auto& [dtype, table] : measured.items()) {
       CHECK(table.at("source").get<std::string>().find("kernels.md") != std::string::npos);
     }
   }
