@@ -175,6 +175,14 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
                      "forward, such as \"interleaved\" (vpp > 1); training.schedule is \"" +
                          schedule.name + "\"");
   }
+  if (model.moe && !model.moe->capacity_factor &&
+      training.cuda_graphs == CudaGraphs::kFullIteration) {
+    throw InputError(where, "training.cuda_graphs", "full_iteration",
+                     "dropless MoE routing (no moe.capacity_factor) makes the host read each "
+                     "MoE layer's token counts, which a captured step cannot do: set "
+                     "moe.capacity_factor (buffers padded to capacity, no host sync) or use "
+                     "\"per_layer\"");
+  }
   layout.num_microbatches = training.global_batch / (training.micro_batch * layout.sizes.dp);
   if (const std::string why = schedule.rejects(layout.pipeline_shape()); !why.empty()) {
     throw InputError(where, "training.schedule", schedule.name, why);

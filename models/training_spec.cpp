@@ -100,12 +100,29 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
   t.grad_reduce_dtype =
       *dtype_from_name(object.choice_or("grad_reduce_dtype", "fp32", {"fp32", "bf16"}));
   t.flash_attention = object.boolean_or("flash_attention", true);
+  const std::string graphs =
+      object.choice_or("cuda_graphs", "none", {"none", "per_layer", "full_iteration"});
+  t.cuda_graphs = graphs == "per_layer"        ? CudaGraphs::kPerLayer
+                  : graphs == "full_iteration" ? CudaGraphs::kFullIteration
+                                               : CudaGraphs::kNone;
   if (auto overlap = object.find("overlap")) t.overlap = parse_overlap(*overlap);
   if (auto allowances = object.find("memory_allowances")) {
     t.memory_allowances = parse_allowances(*allowances);
   }
   object.finish();
   return t;
+}
+
+const char* to_string(CudaGraphs graphs) {
+  switch (graphs) {
+    case CudaGraphs::kNone:
+      return "none";
+    case CudaGraphs::kPerLayer:
+      return "per_layer";
+    case CudaGraphs::kFullIteration:
+      return "full_iteration";
+  }
+  return "none";
 }
 
 const char* to_string(Fidelity fidelity) {

@@ -21,6 +21,12 @@ namespace models {
 enum class Recompute { none, selective, full };
 const char* to_string(Recompute recompute);
 
+// What the framework captures in CUDA graphs (Megatron-Core's --cuda-graph-scope; Transformer
+// Engine's make_graphed_callables): nothing (every kernel issued eagerly), each transformer
+// layer's forward and backward, or the whole forward-backward of the step.
+enum class CudaGraphs { kNone, kPerLayer, kFullIteration };
+const char* to_string(CudaGraphs graphs);  // "none", "per_layer", "full_iteration"
+
 struct OverlapSpec {
   bool tp_comm = false;
   bool dp_grad_reduce = false;
@@ -61,6 +67,7 @@ struct TrainingSpec {
   const PipelineSchedule* schedule = nullptr;
   Dtype grad_reduce_dtype = Dtype::kFp32;  // fp32 | bf16: the main-gradient buffer
   bool flash_attention = true;  // false: the s² attention scores are stored (Korthikanti)
+  CudaGraphs cuda_graphs = CudaGraphs::kNone;
   OverlapSpec overlap;
   MemoryAllowances memory_allowances;
 

@@ -23,6 +23,7 @@ class KernelTimer {
   KernelTime gemm(const GemmShape& shape, Dtype dtype);
   KernelTime attention(const AttentionShape& shape, bool backward);
   KernelTime memory_bound(double bytes);
+  const GpuProfile& profile() const { return gpu_.profile(); }
 
  private:
   int sms_alone() const;

@@ -1,6 +1,7 @@
 #include "models/step/op_emitter.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace wallsim::models {
 namespace {
@@ -40,10 +41,35 @@ OpIndex OpEmitter::add(Op op, std::string_view name, const Deps& deps) {
   label_.append(name);
   if (tag_.recompute) label_.append(" (recompute)");
   op.label = graph_.intern_label(label_);
+  assign_host_cost(op);
   unique_deps_.assign(deps.begin(), deps.end());
   std::sort(unique_deps_.begin(), unique_deps_.end());
   unique_deps_.erase(std::unique(unique_deps_.begin(), unique_deps_.end()), unique_deps_.end());
   return graph_.add(std::move(op), std::span<const OpIndex>(unique_deps_));
+}
+
+void OpEmitter::assign_host_cost(Op& op) {
+  op.host_sync = std::exchange(sync_next_, false);
+  if (!captured(static_cast<OpCategory>(op.category))) {
+    op.host_cost = host_.costs.kernel_issue;
+    graph_open_ = false;
+    return;
+  }
+  op.host_cost = graph_open_ ? Time::zero() : host_.costs.graph_issue;
+  graph_open_ = true;
+}
+
+bool OpEmitter::captured(OpCategory category) const {
+  if (eager_ || category == OpCategory::kOptimizer) return false;
+  switch (host_.graphs) {
+    case CudaGraphs::kNone:
+      return false;
+    case CudaGraphs::kPerLayer:
+      return tag_.layer.has_value() && category != OpCategory::kDp && category != OpCategory::kPp;
+    case CudaGraphs::kFullIteration:
+      return true;
+  }
+  return false;
 }
 
 OpIndex OpEmitter::add_compute(std::string_view name, OpCategory category, KernelTime time,

@@ -324,6 +324,7 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
   OpGraph graph;
   graph.static_bytes = memory.weights + memory.grads + memory.optimizer + memory.buffers;
   OpEmitter emit(graph, timer, payloads, c.training.precision);
+  emit.set_host_issue({timer.profile().host, c.training.cuda_graphs});
   const bool output_weights =
       stage == c.layout.output_chunk().stage && (!c.model.tied_embeddings || c.layout.sizes.pp > 1);
   // Groups are registered in this order: tp, cp, dp (binding_between relies on it).

@@ -13,6 +13,7 @@
 #include "sim/core/time.hpp"
 #include "sim/hw/attention_tables.hpp"
 #include "sim/hw/dtype.hpp"
+#include "sim/hw/host_profile.hpp"
 #include "sim/hw/log_curve.hpp"
 
 namespace wallsim {
@@ -48,6 +49,9 @@ struct GpuProfile {
   LogCurve hbm_efficiency;      // fraction of hbm_bandwidth_Bps by bytes moved
   Time kernel_launch_overhead;  // paid once by every kernel
   int comm_kernel_sms = 0;      // SMs a comm kernel holds beside a GEMM
+  // The CPU thread that issues this GPU's work: the profile's top-level `host` section (read by
+  // parse_profile, not parse_gpu_profile), carried here so that kernel timing sees it.
+  HostProfile host;
 
   bool supports(Dtype dtype) const { return compute.count(dtype) != 0; }
   // Dense peak FLOP/s; InputError naming the profile when the GPU lacks the dtype

@@ -28,7 +28,8 @@ struct TimeSplit {
   // compute stream waiting on comm, by communication group (op_category.hpp's slots)
   std::array<double, kCommGroupCount> exposed_comm_s{};
   double bubble_s = 0;  // compute stream waiting on other pipeline stages
-  double other_s = 0;   // the rest (launch gaps, waiting on peers' compute)
+  double host_s = 0;    // compute stream idle, the next kernel not yet issued by the host
+  double other_s = 0;   // the rest (waiting on peers' compute)
   // compute_s by compute kind (op_category.hpp's slots: gemm, attention, elementwise, optimizer)
   std::array<double, kComputeKindCount> compute_by_kind_s{};
   // the same kinds' model FLOPs at the dense peak (ideal_by_kind / compute_by_kind = efficiency)
@@ -42,7 +43,7 @@ struct Wall {
 };
 
 struct Walls {
-  Wall compute;         // share = (compute_inefficiency + bubble) / step
+  Wall compute;         // share = (compute_inefficiency + bubble + host) / step
   Wall communication;   // share = exposed_comm / step
   Wall memory;          // share = peak bytes / HBM bytes of the worst rank
   std::string binding;  // "memory" | "compute" | "communication"

@@ -45,6 +45,7 @@ json time_json(const TimeSplit& time) {
           {"exposed_comm_s", exposed},
           {"exposed_comm_total_s", time.exposed_comm_total()},
           {"bubble_s", time.bubble_s},
+          {"host_s", time.host_s},
           {"other_s", time.other_s}};
 }
 
@@ -198,6 +199,7 @@ void write_summary_text(const RunSummary& s, std::ostream& out) {
                 100 * t.exposed_comm_s[g] / step);
   }
   out << line("    pipeline bubble        %9.3f s  %5.1f%%\n", t.bubble_s, 100 * t.bubble_s / step);
+  out << line("    host (not issued yet)  %9.3f s  %5.1f%%\n", t.host_s, 100 * t.host_s / step);
   out << line("    other                  %9.3f s  %5.1f%%\n", t.other_s, 100 * t.other_s / step);
   const Walls& w = s.walls;
   out << "  binding wall: " << w.binding << "  (compute "

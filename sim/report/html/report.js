@@ -8,8 +8,8 @@ const GiB = 1024 * 1024 * 1024;
 const COLORS = {
   ideal: "#2f6f9f", compute_inefficiency: "#8fb3d1", gemm: "#4e79a7", attention: "#59a14f",
   elementwise: "#9c755f", optimizer: "#b07aa1", tp: "#f28e2b", cp: "#edc948", ep: "#e15759",
-  dp: "#76b7b2", pp: "#ff9da7", bubble: "#bab0ac", other: "#d4d4d4", weights: "#4e79a7",
-  grads: "#f28e2b", activations: "#59a14f", buffers: "#bab0ac",
+  dp: "#76b7b2", pp: "#ff9da7", bubble: "#bab0ac", host: "#8c564b", other: "#d4d4d4",
+  weights: "#4e79a7", grads: "#f28e2b", activations: "#59a14f", buffers: "#bab0ac",
 };
 const SVGNS = "http://www.w3.org/2000/svg";
 
@@ -100,7 +100,7 @@ function stepSplit() {
   const t = S.time;
   const parts = [["ideal", t.ideal_s], ["compute_inefficiency", t.compute_inefficiency_s]];
   for (const g of ["tp", "cp", "ep", "dp", "pp"]) parts.push([g, t.exposed_comm_s[g]]);
-  parts.push(["bubble", t.bubble_s], ["other", t.other_s]);
+  parts.push(["bubble", t.bubble_s], ["host", t.host_s], ["other", t.other_s]);
   const rows = parts.filter(([, v]) => v > 0).map(([k, v]) => [k.replace(/_/g, " "), fmtS(v), fmtPct(v / t.step_s)]);
   return section("Where the step went (critical rank)",
     stackedBar(parts, t.step_s, 1200, 26), legend(parts.filter(([, v]) => v > 0).map(([k]) => k)),
