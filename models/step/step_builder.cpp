@@ -8,6 +8,7 @@
 #include "models/expert_groups.hpp"
 #include "models/flops.hpp"
 #include "models/memory.hpp"
+#include "models/step/attention_backend_choice.hpp"
 #include "models/step/data_parallel_ops.hpp"
 #include "models/step/kernel_timer.hpp"
 #include "models/step/layer_ops.hpp"
@@ -342,10 +343,12 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
   return graph;
 }
 
-// Ranks run one program when they share a stage, except that the contiguous CP split gives
-// every CP position its own amount of attention work.
+// Ranks run one program when they share a stage, except where CP positions attend differently:
+// the contiguous split gives every position its own amount of work, and a balanced p2p ring its
+// own block shapes per step (cp_attention.hpp: keys from earlier ranks meet all the queries and
+// half the keys, keys from later ranks half the queries and all the keys).
 bool cp_positions_differ(const Layout& layout) {
-  return layout.sizes.cp > 1 && !layout.cp.load_balance;
+  return layout.sizes.cp > 1 && (!layout.cp.load_balance || layout.cp.p2p > 1);
 }
 
 std::int64_t program_class(const Layout& layout, const RankCoordinates& coordinates) {
@@ -472,7 +475,9 @@ StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fi
   for (std::size_t i = 0; i < program.global_rank.size(); ++i) {
     in.simulated_of[static_cast<std::size_t>(program.global_rank[i])] = static_cast<RankIndex>(i);
   }
-  KernelTimer timer(gpu);
+  const AttentionBackend attention =
+      resolve_attention_backend(config.training, config.model, gpu.profile(), config.file);
+  KernelTimer timer(gpu, fused_kernel(attention));
   PayloadTable payloads;
   GroupTable groups(in.simulated_of);
   // Ranks of one class run one program on different groups and peers: the first rank of each
