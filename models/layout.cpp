@@ -80,9 +80,10 @@ CpLayout check_context(const ModelSpec& m, const ParallelSpec& p, const Training
   }
   if (p.cp == 1) return cp;
   if (!t.flash_attention) {
-    throw InputError(where, "training.flash_attention", "false",
+    throw InputError(where, "training.attention_backend", "unfused",
                      "context parallelism (cp = " + str(p.cp) +
-                         ") runs on fused attention only: set it to true");
+                         ") runs on fused attention only: choose cudnn, flash2 or flash3, or "
+                         "leave training.flash_attention at true");
   }
   if (cp.a2a > 1) {
     const std::string what = cp.type == CpCommType::kA2a ? "cp" : "the a2a size";

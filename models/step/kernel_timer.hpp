@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "sim/core/time.hpp"
@@ -18,7 +19,9 @@ struct KernelTime {
 
 class KernelTimer {
  public:
-  explicit KernelTimer(const GpuModel& gpu);
+  // `attention_kernel`: the fused kernel whose tables time attention (nullopt: the run's
+  // attention is unfused, and attention() is never asked).
+  KernelTimer(const GpuModel& gpu, std::optional<AttentionKernel> attention_kernel);
 
   KernelTime gemm(const GemmShape& shape, Dtype dtype);
   KernelTime attention(const AttentionShape& shape, bool backward);
@@ -30,6 +33,7 @@ class KernelTimer {
   int sms_contended() const;
 
   const GpuModel& gpu_;
+  std::optional<AttentionKernel> attention_kernel_;
   using GemmKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, int>;
   using AttentionKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                                   std::int64_t, std::int64_t, bool, bool>;

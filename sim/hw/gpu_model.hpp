@@ -4,8 +4,8 @@
 //   GEMM        max(FLOPs / compute rate, bytes / (HBM bandwidth · hbm_efficiency(bytes)))
 //               compute rate = peak(dtype) · best_fraction(dtype) · size_falloff(FLOPs)
 //                              · wave_efficiency(tiles, sms_available) · sms_available / sms
-//   attention   FLOPs / (table FLOP/s(pass, causal, head_dim, seq_kv) · sms_available / sms)
-//   memory      bytes / (HBM bandwidth · hbm_efficiency(bytes)), whatever sms_available is
+//   attention   FLOPs / (table FLOP/s(kernel, pass, causal, head_dim, seq_kv) · sms_available /
+//   sms) memory      bytes / (HBM bandwidth · hbm_efficiency(bytes)), whatever sms_available is
 // `sms_available` is the number of SMs the kernel may use: all of them (profile().sms) when it
 // runs alone, fewer when a communication kernel holds some (profile().comm_kernel_sms).
 // Compute-bound kernels slow in proportion to the SMs they lose; memory-bound kernels keep
@@ -27,9 +27,12 @@ class GpuModel {
   // InputError when the profile lacks `dtype`; std::invalid_argument when a dimension is
   // negative or sms_available is outside [1, profile().sms].
   Time gemm(const GemmShape& shape, Dtype dtype, int sms_available) const;
-  // Flash attention is modelled in bf16, the precision its tables were measured in.
-  Time attention_forward(const AttentionShape& shape, int sms_available) const;
-  Time attention_backward(const AttentionShape& shape, int sms_available) const;
+  // Fused attention by the tables of `kernel`, in bf16, the precision they were measured in;
+  // InputError when the profile has no tables for `kernel`.
+  Time attention_forward(const AttentionShape& shape, AttentionKernel kernel,
+                         int sms_available) const;
+  Time attention_backward(const AttentionShape& shape, AttentionKernel kernel,
+                          int sms_available) const;
   // A kernel that streams `bytes` through HBM (reads plus writes).
   Time memory_bound(double bytes, int sms_available) const;
 
@@ -40,8 +43,8 @@ class GpuModel {
   double achieved_hbm_Bps(double bytes) const;
 
  private:
-  Time attention(AttentionPass pass, const AttentionShape& shape, double flops,
-                 int sms_available) const;
+  Time attention(AttentionKernel kernel, AttentionPass pass, const AttentionShape& shape,
+                 double flops, int sms_available) const;
   void check_sms(int sms_available) const;
 
   GpuProfile profile_;
