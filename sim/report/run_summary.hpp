@@ -80,10 +80,12 @@ struct TierUsage {
 
 // Step time after scaling one machine parameter, by re-simulating (--sensitivity).
 struct Sensitivity {
-  std::string parameter;  // "nvlink_bandwidth", "ib_bandwidth", "gemm_efficiency", "hbm_bandwidth"
+  std::string parameter;  // "nvlink_bandwidth", "ib_bandwidth", "gemm_efficiency",
+                          // "hbm_bandwidth", "host_issue_cost", "cuda_graphs"
   double factor = 1;      // applied scale (1.1, 0.9; GEMM efficiency is capped at the peak)
   double step_s = 0;
-  double change = 0;  // step_s / baseline - 1
+  double change = 0;    // step_s / baseline - 1
+  std::string setting;  // a setting tried instead of a scale ("per_layer"); empty for scales
 };
 
 // One change that could make a layout fit, with the analytical peak it gives.

@@ -91,10 +91,12 @@ json communication_json(const RunSummary& s) {
 json what_if_json(const RunSummary& s) {
   json sensitivities = json::array();
   for (const auto& x : s.sensitivities) {
-    sensitivities.push_back({{"parameter", x.parameter},
-                             {"factor", x.factor},
-                             {"step_s", x.step_s},
-                             {"change", x.change}});
+    json entry = {{"parameter", x.parameter},
+                  {"factor", x.factor},
+                  {"step_s", x.step_s},
+                  {"change", x.change}};
+    if (!x.setting.empty()) entry["setting"] = x.setting;
+    sensitivities.push_back(std::move(entry));
   }
   json fits = json::array();
   for (const auto& f : s.fit_suggestions) {
@@ -122,7 +124,12 @@ std::string line(const char* format, double a, double b = 0) {
 void write_what_if_text(const RunSummary& s, std::ostream& out) {
   if (!s.sensitivities.empty()) out << "  sensitivities (re-simulated step time):\n";
   for (const auto& x : s.sensitivities) {
-    out << "    " << x.parameter << line(" x%.2f: %+.2f%%\n", x.factor, 100 * x.change);
+    if (x.setting.empty()) {
+      out << "    " << x.parameter << line(" x%.2f: %+.2f%%\n", x.factor, 100 * x.change);
+    } else {
+      out << "    " << x.parameter << " = " << x.setting
+          << line(": %+.2f%%\n", 100 * x.change, 0.0);
+    }
   }
   if (!s.fit_suggestions.empty()) out << "  what would make it fit (analytical peak):\n";
   for (const auto& f : s.fit_suggestions) {

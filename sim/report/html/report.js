@@ -154,16 +154,16 @@ function computeWall() {
 
 function sensitivities() {
   if (!S.sensitivities || !S.sensitivities.length) {
-    return section("Sensitivities", el("p", { class: "sub", text: "Not computed: run with --sensitivity to re-simulate with ±10% NVLink, IB, GEMM efficiency and HBM bandwidth." }));
+    return section("Sensitivities", el("p", { class: "sub", text: "Not computed: run with --sensitivity to re-simulate with ±10% NVLink, IB, GEMM efficiency and HBM bandwidth, half the host's issue cost and the next CUDA-graph scope." }));
   }
   const maxAbs = Math.max(1e-9, ...S.sensitivities.map((x) => Math.abs(x.change)));
   const rows = S.sensitivities.map((x) => {
     const bar = svg("svg", { width: 240, height: 12 }, svg("line", { x1: 120, x2: 120, y1: 0, y2: 12, class: "axis" }),
       svg("rect", { x: x.change < 0 ? 120 + (x.change / maxAbs) * 118 : 120, y: 2, width: Math.abs(x.change / maxAbs) * 118, height: 8, fill: x.change < 0 ? "#2e7d32" : "#c0392b" }));
-    return [x.parameter.replace(/_/g, " "), "×" + x.factor.toFixed(2), fmtS(x.step_s), (x.change >= 0 ? "+" : "") + fmtPct(x.change, 2), bar];
+    return [x.parameter.replace(/_/g, " "), x.setting ? x.setting.replace(/_/g, " ") : "×" + x.factor.toFixed(2), fmtS(x.step_s), (x.change >= 0 ? "+" : "") + fmtPct(x.change, 2), bar];
   });
   return section("Sensitivities (re-simulated)", el("div", { class: "panel", id: "sensitivities" },
-    table(["parameter", { label: "scale", num: true }, { label: "step", num: true }, { label: "change", num: true }, "faster ← → slower"], rows)));
+    table(["parameter", { label: "scale or setting", num: true }, { label: "step", num: true }, { label: "change", num: true }, "faster ← → slower"], rows)));
 }
 
 function busiestLinks() {
