@@ -18,6 +18,10 @@ double d(std::int64_t v) {
 // eagerly even under per-layer CUDA graphs (Megatron-Core captures attention, the router and
 // the dispatcher's preprocessing, not the token exchange and the experts). With a capacity the
 // buffers are padded to it (static shapes) and the whole layer can be captured.
+// Kernels of a router's forward, its GEMM included (NVIDIA's DeepSeek-V3 GB200 guide §2.1.4).
+constexpr int kRouterKernels = 72;
+constexpr int kFusedRouterKernels = 31;
+
 class EagerScope {
  public:
   EagerScope(OpEmitter& emit, bool eager) : emit_(emit) { emit_.set_eager(eager); }
@@ -163,8 +167,11 @@ double MoeOps::expert_elements() const {
 MoeForward MoeOps::forward_dispatch(const Deps& deps) {
   const double t = load_.tokens, routed = load_.sent_rows;
   emit_.gemm("router fwd", router(), deps);
-  // Softmax/sigmoid and top-k over the [T, E] logits (read, write fp32).
-  emit_.memory_bound("router topk fwd", 8.0 * t * d(moe_.experts));
+  // Softmax/sigmoid, top-k, routing map and aux loss over the [T, E] logits (read, write fp32):
+  // the router's kernels after its GEMM, 72 in all unfused and 31 with router fusion
+  // (docs/reference/moe.md, measured on DeepSeek-V3's router; others are taken alike).
+  emit_.memory_bound_kernels("router topk fwd", 8.0 * t * d(moe_.experts),
+                             moe_.router_fusion ? kFusedRouterKernels - 1 : kRouterKernels - 1);
   const bool dropless = !moe_.capacity_factor;
   const EagerScope eager(emit_, dropless);
   // Dropless, the host needs the token counts to size the exchange (Megatron-Core's

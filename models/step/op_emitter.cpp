@@ -50,8 +50,9 @@ OpIndex OpEmitter::add(Op op, std::string_view name, const Deps& deps) {
 
 void OpEmitter::assign_host_cost(Op& op) {
   op.host_sync = std::exchange(sync_next_, false);
+  const int kernels = std::exchange(next_kernels_, 1);
   if (!captured(static_cast<OpCategory>(op.category))) {
-    op.host_cost = host_.costs.kernel_issue;
+    op.host_cost = Time::from_seconds(host_.costs.kernel_issue.seconds() * kernels);
     graph_open_ = false;
     return;
   }
@@ -138,6 +139,17 @@ OpIndex OpEmitter::attention(std::string_view name, const std::vector<AttentionS
 OpIndex OpEmitter::memory_bound(std::string_view name, double bytes, const Deps& deps,
                                 OpCategory category) {
   return add_compute(name, category, timer_.memory_bound(bytes), 0.0, deps);
+}
+
+OpIndex OpEmitter::memory_bound_kernels(std::string_view name, double bytes, int kernels,
+                                        const Deps& deps) {
+  KernelTime time = timer_.memory_bound(bytes);
+  const Time gaps =
+      Time::from_seconds(timer_.profile().kernel_launch_overhead.seconds() * (kernels - 1));
+  time.alone = time.alone + gaps;
+  time.contended = time.contended + gaps;
+  next_kernels_ = kernels;
+  return add_compute(name, OpCategory::kElementwise, time, 0.0, deps);
 }
 
 OpIndex OpEmitter::collective(std::string_view name, CollectiveOp op_kind, double bytes,

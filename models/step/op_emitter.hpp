@@ -92,6 +92,11 @@ class OpEmitter {
   // A memory-bound kernel streaming `bytes` (reads plus writes) through HBM.
   OpIndex memory_bound(std::string_view name, double bytes, const Deps& deps = {},
                        OpCategory category = OpCategory::kElementwise);
+  // `kernels` small memory-bound kernels moving `bytes` between them, as one op: the bytes at
+  // the bandwidth of their total, each kernel's launch gap on the device, and one host issue
+  // per kernel when run eagerly (e.g. an unfused MoE router's dozens of kernels).
+  OpIndex memory_bound_kernels(std::string_view name, double bytes, int kernels,
+                               const Deps& deps = {});
   OpIndex collective(std::string_view name, CollectiveOp op, double bytes, GroupIndex group,
                      OpCategory category, StreamIndex stream, const Deps& deps,
                      bool occupies_sms = true);
@@ -130,6 +135,7 @@ class OpEmitter {
   bool graph_open_ = false;  // the last op was captured, in the region a new op would join
   bool eager_ = false;
   bool sync_next_ = false;
+  int next_kernels_ = 1;  // kernels the next op stands for (host issues)
   // Scratch reused by every add (a step adds millions of ops).
   std::string label_;
   Deps unique_deps_;
