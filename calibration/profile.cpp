@@ -5,6 +5,7 @@
 #include "sim/core/data_path.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/hw/host_profile.hpp"
 
 namespace wallsim {
 
@@ -27,6 +28,7 @@ Profile parse_profile(const nlohmann::json& document, const std::string& where,
   }
   profile.gpu = parse_gpu_profile(root.at("gpu"));
   profile.comm = parse_comm_profile(root.at("comm"));
+  if (auto host = root.find("host")) profile.gpu.host = parse_host_profile(*host);
   root.finish();
   return profile;
 }

@@ -12,7 +12,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const wallsim::GpuModel gpu(profile.gpu);
     const int sms = profile.gpu.sms;
     gpu.gemm({4096, 4096, 4096, 1}, wallsim::Dtype::kBf16, sms);
-    gpu.attention_forward({1, 32, 8, 4096, 4096, 128, true}, sms);
+    for (const auto& [kernel, tables] : profile.gpu.attention) {
+      gpu.attention_forward({1, 32, 8, 4096, 4096, 128, true}, kernel, sms);
+    }
     gpu.memory_bound(1e8, sms);
   } catch (const wallsim::InputError&) {
   }

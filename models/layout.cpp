@@ -80,9 +80,10 @@ CpLayout check_context(const ModelSpec& m, const ParallelSpec& p, const Training
   }
   if (p.cp == 1) return cp;
   if (!t.flash_attention) {
-    throw InputError(where, "training.flash_attention", "false",
+    throw InputError(where, "training.attention_backend", "unfused",
                      "context parallelism (cp = " + str(p.cp) +
-                         ") runs on fused attention only: set it to true");
+                         ") runs on fused attention only: choose cudnn, flash2 or flash3, or "
+                         "leave training.flash_attention at true");
   }
   if (cp.a2a > 1) {
     const std::string what = cp.type == CpCommType::kA2a ? "cp" : "the a2a size";
@@ -179,6 +180,14 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
                      "the EP all-to-all overlap needs pp = 1 or a schedule with a spare warm-up "
                      "forward, such as \"interleaved\" (vpp > 1); training.schedule is \"" +
                          schedule.name + "\"");
+  }
+  if (model.moe && !model.moe->capacity_factor &&
+      training.cuda_graphs == CudaGraphs::kFullIteration) {
+    throw InputError(where, "training.cuda_graphs", "full_iteration",
+                     "dropless MoE routing (no moe.capacity_factor) makes the host read each "
+                     "MoE layer's token counts, which a captured step cannot do: set "
+                     "moe.capacity_factor (buffers padded to capacity, no host sync) or use "
+                     "\"per_layer\"");
   }
   layout.num_microbatches = training.global_batch / (training.micro_batch * layout.sizes.dp);
   if (const std::string why = schedule.rejects(layout.pipeline_shape()); !why.empty()) {

@@ -93,6 +93,7 @@ MoeSpec parse_moe(const JsonNode& node, const ModelSpec& spec) {
   if (auto factor = object.find("capacity_factor"); factor && !factor->is_null()) {
     moe.capacity_factor = factor->as_positive_number();
   }
+  moe.router_fusion = object.boolean_or("router_fusion", false);
   if (auto imbalance = object.find("router_imbalance")) {
     moe.imbalance = parse_imbalance(*imbalance, moe.experts);
   }

@@ -52,6 +52,9 @@ struct MoeSpec {
   std::int64_t first_dense_layers = 0;     // the first K layers are dense
   std::string score_function = "softmax";  // softmax | sigmoid
   std::optional<double> capacity_factor;   // none: dropless
+  // Megatron-Core's --moe-router-fusion: the router's score, top-k and aux-loss kernels fused
+  // (31 kernels per forward instead of 72; docs/reference/moe.md).
+  bool router_fusion = false;
   RouterImbalance imbalance;
 
   bool is_moe_layer(std::int64_t layer) const {

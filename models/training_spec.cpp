@@ -61,6 +61,30 @@ Recompute parse_recompute(const std::string& name) {
   return Recompute::none;
 }
 
+// training.attention_backend, and training.flash_attention, which names the same choice in
+// two values: false is the unfused backend, true any fused one. A pair that disagrees is refused.
+void parse_attention_backend(JsonObject& object, TrainingSpec& t) {
+  const auto backend = object.find("attention_backend");
+  const auto flash = object.find("flash_attention");
+  if (backend) {
+    t.attention_backend =
+        attention_backend_from_name(backend->as_choice(attention_backend_names()));
+  }
+  if (flash) {
+    const bool fused = flash->as_bool();
+    if (!backend && !fused) t.attention_backend = AttentionBackend::kUnfused;
+    if (backend && fused == (t.attention_backend == AttentionBackend::kUnfused)) {
+      backend->fail(std::string("contradicts training.flash_attention = ") +
+                    (fused ? "true" : "false") + ": " +
+                    (fused
+                         ? "a fused backend (cudnn, flash2, flash3) goes with flash_attention true"
+                         : "flash_attention false is the unfused backend") +
+                    "; give one of the two keys");
+    }
+  }
+  t.flash_attention = t.attention_backend != AttentionBackend::kUnfused;
+}
+
 }  // namespace
 
 const char* to_string(Recompute recompute) {
@@ -99,13 +123,30 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
   }
   t.grad_reduce_dtype =
       *dtype_from_name(object.choice_or("grad_reduce_dtype", "fp32", {"fp32", "bf16"}));
-  t.flash_attention = object.boolean_or("flash_attention", true);
+  parse_attention_backend(object, t);
+  const std::string graphs =
+      object.choice_or("cuda_graphs", "none", {"none", "per_layer", "full_iteration"});
+  t.cuda_graphs = graphs == "per_layer"        ? CudaGraphs::kPerLayer
+                  : graphs == "full_iteration" ? CudaGraphs::kFullIteration
+                                               : CudaGraphs::kNone;
   if (auto overlap = object.find("overlap")) t.overlap = parse_overlap(*overlap);
   if (auto allowances = object.find("memory_allowances")) {
     t.memory_allowances = parse_allowances(*allowances);
   }
   object.finish();
   return t;
+}
+
+const char* to_string(CudaGraphs graphs) {
+  switch (graphs) {
+    case CudaGraphs::kNone:
+      return "none";
+    case CudaGraphs::kPerLayer:
+      return "per_layer";
+    case CudaGraphs::kFullIteration:
+      return "full_iteration";
+  }
+  return "none";
 }
 
 const char* to_string(Fidelity fidelity) {

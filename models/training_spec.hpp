@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "models/attention_backend.hpp"
 #include "models/pipeline_schedule.hpp"
 #include "sim/hw/dtype.hpp"
 
@@ -20,6 +22,12 @@ namespace models {
 
 enum class Recompute { none, selective, full };
 const char* to_string(Recompute recompute);
+
+// What the framework captures in CUDA graphs (Megatron-Core's --cuda-graph-scope; Transformer
+// Engine's make_graphed_callables): nothing (every kernel issued eagerly), each transformer
+// layer's forward and backward, or the whole forward-backward of the step.
+enum class CudaGraphs { kNone, kPerLayer, kFullIteration };
+const char* to_string(CudaGraphs graphs);  // "none", "per_layer", "full_iteration"
 
 struct OverlapSpec {
   bool tp_comm = false;
@@ -60,7 +68,11 @@ struct TrainingSpec {
   // "interleaved" when parallel.vpp > 1 and "1f1b" otherwise.
   const PipelineSchedule* schedule = nullptr;
   Dtype grad_reduce_dtype = Dtype::kFp32;  // fp32 | bf16: the main-gradient buffer
-  bool flash_attention = true;  // false: the s² attention scores are stored (Korthikanti)
+  // training.attention_backend, or kUnfused for training.flash_attention false; nullopt: what
+  // Transformer Engine picks on the run's GPU (models/step/attention_backend_choice.hpp).
+  std::optional<AttentionBackend> attention_backend;
+  bool flash_attention = true;  // false (unfused): the s² attention scores are stored (Korthikanti)
+  CudaGraphs cuda_graphs = CudaGraphs::kNone;
   OverlapSpec overlap;
   MemoryAllowances memory_allowances;
 

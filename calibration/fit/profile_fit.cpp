@@ -108,22 +108,25 @@ nlohmann::json table_json(const AttentionTable& table) {
   return out;
 }
 
-// Measured (pass, causal) pairs replace all of the base's tables of that pair; pairs the data
-// lack keep the base's tables.
+// attn_bench times cuDNN's fused attention, so the fit patches the profile's cudnn tables:
+// measured (pass, causal) pairs replace all of the base's cudnn tables of that pair; pairs the
+// data lack keep the base's tables (none when the base had no cudnn tables).
 void apply_attention(const std::vector<AttentionTable>& fitted, Patch& patch) {
-  nlohmann::json& attention = patch.document["gpu"]["attention"];
+  nlohmann::json& cudnn = patch.document["gpu"]["attention"]["backends"]["cudnn"];
   std::set<std::pair<std::string, bool>> measured;
   for (const auto& t : fitted)
     measured.insert({std::string(attention_pass_name(t.pass)), t.causal});
   nlohmann::json tables = nlohmann::json::array();
-  for (const auto& t : attention["tables"]) {
-    if (!measured.count({t["pass"].get<std::string>(), t["causal"].get<bool>()}))
-      tables.push_back(t);
+  if (cudnn.contains("tables")) {
+    for (const auto& t : cudnn["tables"]) {
+      if (!measured.count({t["pass"].get<std::string>(), t["causal"].get<bool>()}))
+        tables.push_back(t);
+    }
   }
   for (const auto& t : fitted) tables.push_back(table_json(t));
-  attention["tables"] = tables;
-  attention["kernel"] = "cuDNN fused attention (wallsim attn_bench)";
-  patch.gpu_source("attention");
+  cudnn["tables"] = tables;
+  cudnn["kernel"] = "cuDNN fused attention (wallsim attn_bench)";
+  patch.gpu_source("attention.backends.cudnn");
 }
 
 nlohmann::json per_protocol(const PerProtocol& v) {

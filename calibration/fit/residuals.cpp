@@ -32,8 +32,9 @@ void predict_kernels(const GpuModel& gpu, const RawFile& raw, std::vector<PointR
                    gpu.gemm(p.shape, p.dtype, sms).seconds()});
   }
   for (const AttentionPoint& p : raw.attention) {
-    const Time t = p.pass == AttentionPass::kForward ? gpu.attention_forward(p.shape, sms)
-                                                     : gpu.attention_backward(p.shape, sms);
+    const Time t = p.pass == AttentionPass::kForward
+                       ? gpu.attention_forward(p.shape, AttentionKernel::kCudnn, sms)
+                       : gpu.attention_backward(p.shape, AttentionKernel::kCudnn, sms);
     out.push_back({"attention " + std::string(attention_pass_name(p.pass)), shape_label(p.shape),
                    p.time_s, t.seconds()});
   }

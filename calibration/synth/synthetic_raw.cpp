@@ -97,8 +97,9 @@ RawFile synth_attention(const GpuModel& gpu, const Profile& profile,
             const std::int64_t heads = 2048 / head_dim / split;
             const AttentionShape shape{
                 16384 / seq * split, heads, heads / 4, seq, seq, head_dim, causal};
-            const Time t = pass == AttentionPass::kForward ? gpu.attention_forward(shape, sms)
-                                                           : gpu.attention_backward(shape, sms);
+            const Time t = pass == AttentionPass::kForward
+                               ? gpu.attention_forward(shape, AttentionKernel::kCudnn, sms)
+                               : gpu.attention_backward(shape, AttentionKernel::kCudnn, sms);
             raw.attention.push_back(
                 {shape, pass, noise.perturb(t.seconds(), options.relative_noise)});
           }

@@ -87,15 +87,37 @@ Sensitivity sensitivity(const RunConfig& config, const GpuProfile& gpu, const Co
     applied = scale_gemm(scaled_gpu, factor, config.training.precision);
   } else if (parameter == "hbm_bandwidth") {
     scaled_gpu.hbm_bandwidth_Bps *= factor;
+  } else if (parameter == "host_issue_cost") {
+    scaled_gpu.host.kernel_issue =
+        Time::from_seconds(scaled_gpu.host.kernel_issue.seconds() * factor);
+    scaled_gpu.host.graph_issue =
+        Time::from_seconds(scaled_gpu.host.graph_issue.seconds() * factor);
   } else {
     throw InputError("sensitivity", "parameter", parameter,
                      "must be one of: nvlink_bandwidth, ib_bandwidth, gemm_efficiency, "
-                     "hbm_bandwidth");
+                     "hbm_bandwidth, host_issue_cost");
   }
   const RunConfig scaled_config = overrides.empty() ? config : variant_of(config, overrides);
   const double step = simulate(scaled_config, scaled_gpu, comm).summary.iteration_time_s;
-  return Sensitivity{parameter, applied, step,
-                     baseline_step_s > 0 ? step / baseline_step_s - 1 : 0};
+  return Sensitivity{parameter, applied, step, baseline_step_s > 0 ? step / baseline_step_s - 1 : 0,
+                     ""};
+}
+
+std::optional<Sensitivity> cuda_graphs_what_if(const RunConfig& config, const GpuProfile& gpu,
+                                               const CommProfile& comm, double baseline_step_s) {
+  const CudaGraphs next = config.training.cuda_graphs == CudaGraphs::kNone
+                              ? CudaGraphs::kPerLayer
+                              : CudaGraphs::kFullIteration;
+  if (config.training.cuda_graphs == CudaGraphs::kFullIteration) return std::nullopt;
+  RunConfig changed;
+  try {
+    changed = variant_of(config, {std::string("training.cuda_graphs=") + to_string(next)});
+  } catch (const InputError&) {
+    return std::nullopt;  // e.g. a whole-iteration graph with dropless MoE routing
+  }
+  const double step = simulate(changed, gpu, comm).summary.iteration_time_s;
+  return Sensitivity{"cuda_graphs", 1, step, baseline_step_s > 0 ? step / baseline_step_s - 1 : 0,
+                     to_string(next)};
 }
 
 std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile& gpu,
@@ -106,6 +128,10 @@ std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile
     for (double factor : {1.1, 0.9}) {
       all.push_back(sensitivity(config, gpu, comm, parameter, factor, baseline_step_s));
     }
+  }
+  all.push_back(sensitivity(config, gpu, comm, "host_issue_cost", 0.5, baseline_step_s));
+  if (auto graphs = cuda_graphs_what_if(config, gpu, comm, baseline_step_s)) {
+    all.push_back(std::move(*graphs));
   }
   return all;
 }

@@ -15,13 +15,16 @@ namespace wallsim::models {
 
 // Scales by `factor` the NVLink bandwidth ("nvlink_bandwidth"), the NIC line rate
 // ("ib_bandwidth"), the best GEMM throughput of every dtype ("gemm_efficiency", capped at the
-// dense peak: the reported factor is what the training precision got) or the HBM bandwidth
-// ("hbm_bandwidth"), and re-simulates: the network rates as a variant of the config (variant_of),
-// the GPU's on a copy of its profile.
+// dense peak: the reported factor is what the training precision got), the HBM bandwidth
+// ("hbm_bandwidth") or the host's cost per issue ("host_issue_cost", eager and graph alike), and
+// re-simulates: the network rates as a variant of the config (variant_of), the GPU's and the
+// host's on a copy of the profile.
 Sensitivity sensitivity(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
                         const std::string& parameter, double factor, double baseline_step_s);
 
-// The four parameters at ×1.1 and ×0.9, in that order.
+// The four hardware parameters at ×1.1 and ×0.9, in that order; then the host's issue cost
+// ×0.5, and the next CUDA-graph scope (none → per_layer, per_layer → full_iteration; left out
+// when already full_iteration or when the config refuses it).
 std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile& gpu,
                                        const CommProfile& comm, double baseline_step_s);
 

@@ -1,10 +1,12 @@
 #include "models/step/kernel_timer.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace wallsim::models {
 
-KernelTimer::KernelTimer(const GpuModel& gpu) : gpu_(gpu) {}
+KernelTimer::KernelTimer(const GpuModel& gpu, std::optional<AttentionKernel> attention_kernel)
+    : gpu_(gpu), attention_kernel_(attention_kernel) {}
 
 int KernelTimer::sms_alone() const {
   return gpu_.profile().sms;
@@ -48,8 +50,11 @@ KernelTime KernelTimer::attention(const AttentionShape& shape, bool backward) {
                          shape.seq_kv, shape.head_dim, shape.causal,   backward};
   auto found = attentions_.find(key);
   if (found != attentions_.end()) return found->second;
+  if (!attention_kernel_) throw std::logic_error("fused attention timed in an unfused run");
+  const AttentionKernel kernel = *attention_kernel_;
   const auto run = [&](int sms) {
-    return backward ? gpu_.attention_backward(shape, sms) : gpu_.attention_forward(shape, sms);
+    return backward ? gpu_.attention_backward(shape, kernel, sms)
+                    : gpu_.attention_forward(shape, kernel, sms);
   };
   const KernelTime time{run(sms_alone()), run(sms_contended())};
   return attentions_.emplace(key, time).first->second;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -19,7 +20,9 @@ struct KernelTime {
 
 class KernelTimer {
  public:
-  explicit KernelTimer(const GpuModel& gpu);
+  // `attention_kernel`: the fused kernel whose tables time attention (nullopt: the run's
+  // attention is unfused, and attention() is never asked).
+  KernelTimer(const GpuModel& gpu, std::optional<AttentionKernel> attention_kernel);
 
   KernelTime gemm(const GemmShape& shape, Dtype dtype);
   // `one_kernel`: a grouped GEMM kernel over the problems; otherwise one GEMM kernel per
@@ -27,12 +30,14 @@ class KernelTimer {
   KernelTime grouped_gemm(const GroupedGemmShape& shape, Dtype dtype, bool one_kernel);
   KernelTime attention(const AttentionShape& shape, bool backward);
   KernelTime memory_bound(double bytes);
+  const GpuProfile& profile() const { return gpu_.profile(); }
 
  private:
   int sms_alone() const;
   int sms_contended() const;
 
   const GpuModel& gpu_;
+  std::optional<AttentionKernel> attention_kernel_;
   using GemmKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, int>;
   using AttentionKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                                   std::int64_t, std::int64_t, bool, bool>;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace wallsim::models {
@@ -26,6 +27,26 @@ GroupedGemmShape grouped_wgrad(const GroupedGemmShape& f) {
   for (const GemmShape& p : f.problems) out.problems.push_back({p.k, p.n, p.m, p.batch});
   return out;
 }
+
+// Kernels of a router's forward, its GEMM included (NVIDIA's DeepSeek-V3 GB200 guide §2.1.4).
+constexpr int kRouterKernels = 72;
+constexpr int kFusedRouterKernels = 31;
+
+// Dropless routing gives the dispatcher and the experts shapes known only at run time: they run
+// eagerly even under per-layer CUDA graphs (Megatron-Core captures attention, the router and
+// the dispatcher's preprocessing, not the token exchange and the experts). With a capacity the
+// buffers are padded to it (static shapes) and the whole layer can be captured.
+
+class EagerScope {
+ public:
+  EagerScope(OpEmitter& emit, bool eager) : emit_(emit) { emit_.set_eager(eager); }
+  ~EagerScope() { emit_.set_eager(false); }
+  EagerScope(const EagerScope&) = delete;
+  EagerScope& operator=(const EagerScope&) = delete;
+
+ private:
+  OpEmitter& emit_;
+};
 
 }  // namespace
 
@@ -178,14 +199,26 @@ double MoeOps::expert_elements() const {
 MoeForward MoeOps::forward_dispatch(const Deps& deps) {
   const double t = load_.tokens, routed = load_.sent_rows;
   emit_.gemm("router fwd", router(), deps);
-  // Softmax/sigmoid and top-k over the [T, E] logits (read, write fp32).
-  emit_.memory_bound("router topk fwd", 8.0 * t * d(moe_.experts));
+  // Softmax/sigmoid, top-k, routing map and aux loss over the [T, E] logits (read, write fp32):
+  // the router's kernels after its GEMM, 72 in all unfused and 31 with router fusion
+  // (docs/reference/moe.md, measured on DeepSeek-V3's router; others are taken alike).
+  emit_.memory_bound_kernels("router topk fwd", 8.0 * t * d(moe_.experts),
+                             moe_.router_fusion ? kFusedRouterKernels - 1 : kRouterKernels - 1);
+  const bool dropless = !moe_.capacity_factor;
+  const EagerScope eager(emit_, dropless);
+  // Dropless, the host needs the token counts to size the exchange (Megatron-Core's
+  // alltoall dispatcher synchronises "before_ep_alltoall"; the all-gather dispatcher after the
+  // gather, "before_finish"), so it waits once per MoE layer's forward.
+  const bool gather = setting_.dispatcher == MoeDispatcher::kAllGather;
+  if (dropless && !gather) emit_.sync_host_on_next();
   // Permute: read each token, write one copy per chosen expert.
   const OpIndex permuted = emit_.memory_bound("permute fwd", (t + routed) * row_bytes());
+  if (dropless && gather) emit_.sync_host_on_next();
   return {dispatch("fwd", {permuted}), {}};
 }
 
 void MoeOps::forward_experts(MoeForward& state) {
+  const EagerScope eager(emit_, !moe_.capacity_factor);
   if (moe_.shared_ffn_hidden > 0) {
     shared_.column_forward("shared fc1", shared_fc1());
     emit_.memory_bound("shared act fwd",
@@ -198,6 +231,7 @@ void MoeOps::forward_experts(MoeForward& state) {
 }
 
 OpIndex MoeOps::forward_finish(MoeForward& state) {
+  const EagerScope eager(emit_, !moe_.capacity_factor);
   Deps after = state.combined;
   if (moe_.shared_ffn_hidden > 0) after.push_back(shared_.row_forward("shared fc2", shared_fc2()));
   return emit_.memory_bound("unpermute fwd", (load_.sent_rows + load_.tokens) * row_bytes(), after);
@@ -210,6 +244,7 @@ OpIndex MoeOps::forward(const Deps& deps) {
 }
 
 MoeBackward MoeOps::backward_combine(const Deps& deps) {
+  const EagerScope eager(emit_, !moe_.capacity_factor);
   const double t = load_.tokens, routed = load_.sent_rows;
   const OpIndex unpermuted = emit_.memory_bound("unpermute bwd", (routed + t) * row_bytes(), deps);
   MoeBackward state;
@@ -218,6 +253,7 @@ MoeBackward MoeOps::backward_combine(const Deps& deps) {
 }
 
 void MoeOps::backward_experts(MoeBackward& state, bool recompute_activation) {
+  const EagerScope eager(emit_, !moe_.capacity_factor);
   if (moe_.shared_ffn_hidden > 0) {
     state.shared_fc2 = shared_.row_backward("shared fc2", shared_fc2()).wgrad;
   }
@@ -243,6 +279,8 @@ OpIndex MoeOps::backward_finish(MoeBackward& state, std::vector<GradReady>& grad
   const double t = load_.tokens, routed = load_.sent_rows;
   const bool shared = moe_.shared_ffn_hidden > 0;
   std::optional<LinearBackward> shared_fc1_bwd;
+  std::optional<EagerScope> eager;
+  eager.emplace(emit_, !moe_.capacity_factor);
   if (shared) {
     emit_.memory_bound("shared act bwd",
                        (dims_.gated ? 10.0 : 6.0) * d(dims_.tokens()) * d(shared_fc2().k));
@@ -252,6 +290,7 @@ OpIndex MoeOps::backward_finish(MoeBackward& state, std::vector<GradReady>& grad
   const auto dgrad = [](const GemmShape& f) { return GemmShape{f.m, f.k, f.n, f.batch}; };
   const OpIndex permuted =
       emit_.memory_bound("permute bwd", (t + routed) * row_bytes(), state.returned);
+  eager.reset();  // the router's backward is captured with the rest of the layer
   emit_.memory_bound("router topk bwd", 8.0 * t * d(moe_.experts));
   emit_.gemm("router dgrad", dgrad(router()));
   const OpIndex router_w = emit_.gemm("router wgrad", wgrad(router()));

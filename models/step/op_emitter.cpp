@@ -1,6 +1,7 @@
 #include "models/step/op_emitter.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace wallsim::models {
 namespace {
@@ -40,10 +41,36 @@ OpIndex OpEmitter::add(Op op, std::string_view name, const Deps& deps) {
   label_.append(name);
   if (tag_.recompute) label_.append(" (recompute)");
   op.label = graph_.intern_label(label_);
+  assign_host_cost(op);
   unique_deps_.assign(deps.begin(), deps.end());
   std::sort(unique_deps_.begin(), unique_deps_.end());
   unique_deps_.erase(std::unique(unique_deps_.begin(), unique_deps_.end()), unique_deps_.end());
   return graph_.add(std::move(op), std::span<const OpIndex>(unique_deps_));
+}
+
+void OpEmitter::assign_host_cost(Op& op) {
+  op.host_sync = std::exchange(sync_next_, false);
+  const int kernels = std::exchange(next_kernels_, 1);
+  if (!captured(static_cast<OpCategory>(op.category))) {
+    op.host_cost = Time::from_seconds(host_.costs.kernel_issue.seconds() * kernels);
+    graph_open_ = false;
+    return;
+  }
+  op.host_cost = graph_open_ ? Time::zero() : host_.costs.graph_issue;
+  graph_open_ = true;
+}
+
+bool OpEmitter::captured(OpCategory category) const {
+  if (eager_ || category == OpCategory::kOptimizer) return false;
+  switch (host_.graphs) {
+    case CudaGraphs::kNone:
+      return false;
+    case CudaGraphs::kPerLayer:
+      return tag_.layer.has_value() && category != OpCategory::kDp && category != OpCategory::kPp;
+    case CudaGraphs::kFullIteration:
+      return true;
+  }
+  return false;
 }
 
 OpIndex OpEmitter::add_compute(std::string_view name, OpCategory category, KernelTime time,
@@ -89,6 +116,8 @@ OpIndex OpEmitter::grouped_gemm(std::string_view name, const GroupedGemmShape& s
     memory_bound(base + " cast b", kFp8CastBytesPerElement * b);
     gemm_deps.clear();
   }
+  // Without a grouped kernel each problem is its own launch, and the host issues each.
+  if (!one_kernel) next_kernels_ = static_cast<int>(shape.problems.size());
   return add_compute(name, OpCategory::kGemm, timer_.grouped_gemm(shape, gemm_dtype_, one_kernel),
                      grouped_gemm_flops(shape), gemm_deps);
 }
@@ -130,6 +159,17 @@ OpIndex OpEmitter::attention(std::string_view name, const std::vector<AttentionS
 OpIndex OpEmitter::memory_bound(std::string_view name, double bytes, const Deps& deps,
                                 OpCategory category) {
   return add_compute(name, category, timer_.memory_bound(bytes), 0.0, deps);
+}
+
+OpIndex OpEmitter::memory_bound_kernels(std::string_view name, double bytes, int kernels,
+                                        const Deps& deps) {
+  KernelTime time = timer_.memory_bound(bytes);
+  const Time gaps =
+      Time::from_seconds(timer_.profile().kernel_launch_overhead.seconds() * (kernels - 1));
+  time.alone = time.alone + gaps;
+  time.contended = time.contended + gaps;
+  next_kernels_ = kernels;
+  return add_compute(name, OpCategory::kElementwise, time, 0.0, deps);
 }
 
 OpIndex OpEmitter::collective(std::string_view name, CollectiveOp op_kind, double bytes,

@@ -15,8 +15,10 @@
 
 #include "models/step/kernel_timer.hpp"
 #include "models/step/step_program.hpp"
+#include "models/training_spec.hpp"
 #include "sim/graph/op_graph.hpp"
 #include "sim/hw/grouped_gemm.hpp"
+#include "sim/hw/host_profile.hpp"
 #include "sim/hw/kernel_flops.hpp"
 #include "sim/report/op_category.hpp"
 
@@ -42,12 +44,38 @@ struct OpTag {
   bool recompute = false;  // a forward re-run for the backward: label gets " (recompute)"
 };
 
+// How the host issues what is emitted: its costs (the profile's `host` section) and what the
+// framework captures in CUDA graphs.
+struct HostIssue {
+  HostProfile costs;
+  CudaGraphs graphs = CudaGraphs::kNone;
+};
+
 class OpEmitter {
  public:
   OpEmitter(OpGraph& graph, KernelTimer& timer, PayloadTable& payloads, Dtype gemm_dtype);
 
-  void set_tag(OpTag tag) { tag_ = std::move(tag); }
+  // A new tag starts a new captured region: each layer's forward or backward is its own graph.
+  void set_tag(OpTag tag) {
+    tag_ = std::move(tag);
+    graph_open_ = false;
+  }
   const OpTag& tag() const { return tag_; }
+
+  // Every op pays its host cost: costs.kernel_issue when issued eagerly; inside a captured
+  // region the first op pays costs.graph_issue for the whole region and the rest nothing.
+  // Captured: with per_layer, a transformer layer's ops (those with a layer tag) except data-
+  // and pipeline-parallel communication; with full_iteration, everything but the optimizer.
+  void set_host_issue(HostIssue host) { host_ = host; }
+  // Ops emitted next run eagerly whatever is captured (dynamic shapes, e.g. a dropless MoE
+  // dispatcher and its experts); false ends that.
+  void set_eager(bool eager) {
+    eager_ = eager;
+    graph_open_ = false;
+  }
+  // The host waits for the next op to end before issuing anything after it (it reads the op's
+  // result, e.g. the token counts of a dropless MoE dispatcher).
+  void sync_host_on_next() { sync_next_ = true; }
 
   // A GEMM in the training precision; with fp8 each input is first cast from bf16
   // (one memory-bound kernel per input: read 2 bytes, write 1 per element).
@@ -69,6 +97,11 @@ class OpEmitter {
   // A memory-bound kernel streaming `bytes` (reads plus writes) through HBM.
   OpIndex memory_bound(std::string_view name, double bytes, const Deps& deps = {},
                        OpCategory category = OpCategory::kElementwise);
+  // `kernels` small memory-bound kernels moving `bytes` between them, as one op: the bytes at
+  // the bandwidth of their total, each kernel's launch gap on the device, and one host issue
+  // per kernel when run eagerly (e.g. an unfused MoE router's dozens of kernels).
+  OpIndex memory_bound_kernels(std::string_view name, double bytes, int kernels,
+                               const Deps& deps = {});
   OpIndex collective(std::string_view name, CollectiveOp op, double bytes, GroupIndex group,
                      OpCategory category, StreamIndex stream, const Deps& deps,
                      bool occupies_sms = true);
@@ -92,6 +125,8 @@ class OpEmitter {
                       const Deps& deps);
   OpIndex add(Op op, std::string_view name, const Deps& deps);
   Op tagged(OpKind kind, OpCategory category, StreamIndex stream) const;
+  void assign_host_cost(Op& op);
+  bool captured(OpCategory category) const;
 
   OpGraph& graph_;
   KernelTimer& timer_;
@@ -101,6 +136,11 @@ class OpEmitter {
   double pending_alloc_bytes_ = 0;
   double pending_free_bytes_ = 0;
   std::optional<OpIndex> last_compute_;
+  HostIssue host_;
+  bool graph_open_ = false;  // the last op was captured, in the region a new op would join
+  bool eager_ = false;
+  bool sync_next_ = false;
+  int next_kernels_ = 1;  // kernels the next op stands for (host issues)
   // Scratch reused by every add (a step adds millions of ops).
   std::string label_;
   Deps unique_deps_;

@@ -8,6 +8,7 @@
 #include "models/expert_groups.hpp"
 #include "models/flops.hpp"
 #include "models/memory.hpp"
+#include "models/step/attention_backend_choice.hpp"
 #include "models/step/data_parallel_ops.hpp"
 #include "models/step/kernel_timer.hpp"
 #include "models/step/layer_ops.hpp"
@@ -19,15 +20,22 @@
 namespace wallsim::models {
 namespace {
 
-// Real groups -> replay groups: each distinct real group gets one index, listing the simulated
-// ranks among its members and every global rank of it.
+// What a group is for. Two groups with the same members but different purposes are different
+// communicators (Megatron creates one process group per purpose), each with its own order of
+// collectives: with dp = 1 the DP×CP group has the CP group's members, and its gradient
+// all-reduces on the DP stream must not be matched against the CP ring's exchanges.
+enum class GroupPurpose { kTp, kCp, kCpA2a, kCpRing, kEp, kEtp, kTpEp, kDp, kEdp, kEmbedding };
+
+// Real groups -> replay groups: each distinct real group (members and purpose) gets one index,
+// listing the simulated ranks among its members and every global rank of it.
 class GroupTable {
  public:
   explicit GroupTable(const std::vector<std::optional<RankIndex>>& simulated_of)
       : simulated_of_(simulated_of) {}
 
-  GroupIndex index(const std::vector<std::int64_t>& members) {
-    const auto [it, added] = index_.emplace(members, static_cast<GroupIndex>(groups_.size()));
+  GroupIndex index(const std::vector<std::int64_t>& members, GroupPurpose purpose) {
+    const auto [it, added] =
+        index_.emplace(std::pair(purpose, members), static_cast<GroupIndex>(groups_.size()));
     if (added) {
       std::vector<RankIndex> simulated;
       std::vector<int> ranks;
@@ -52,7 +60,7 @@ class GroupTable {
   std::vector<std::vector<RankIndex>> groups_;
   std::vector<std::vector<int>> group_ranks_;
   const std::vector<std::optional<RankIndex>>& simulated_of_;
-  std::map<std::vector<std::int64_t>, GroupIndex> index_;
+  std::map<std::pair<GroupPurpose, std::vector<std::int64_t>>, GroupIndex> index_;
 };
 
 // For every global rank, the group of `groups` that holds it.
@@ -186,7 +194,7 @@ TpSetting tp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank)
   tp.active = tp.tp > 1;
   tp.sequence_parallel = layout.sequence_parallel;
   tp.overlap = in.config.training.overlap.tp_comm && layout.sequence_parallel;
-  if (tp.active) tp.group = table.index(in.tp.of(rank));
+  if (tp.active) tp.group = table.index(in.tp.of(rank), GroupPurpose::kTp);
   return tp;
 }
 
@@ -200,9 +208,9 @@ CpSetting cp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank)
   if (!cp.active) return cp;
   cp.cp_position = in.ranks.coordinates(rank).cp;
   cp.ring_position = cp.cp_position / layout.cp.a2a;
-  cp.cp_group = table.index(in.cp.of(rank));
-  if (layout.cp.a2a > 1) cp.a2a_group = table.index(in.cp_a2a.of(rank));
-  if (layout.cp.p2p > 1) cp.ring_group = table.index(in.cp_ring.of(rank));
+  cp.cp_group = table.index(in.cp.of(rank), GroupPurpose::kCp);
+  if (layout.cp.a2a > 1) cp.a2a_group = table.index(in.cp_a2a.of(rank), GroupPurpose::kCpA2a);
+  if (layout.cp.p2p > 1) cp.ring_group = table.index(in.cp_ring.of(rank), GroupPurpose::kCpRing);
   return cp;
 }
 
@@ -217,11 +225,11 @@ MoeSetting moe_setting(const StepInputs& in, GroupTable& table, std::int64_t ran
   moe.grouped_gemm = layout.expert.grouped_gemm;
   const bool alltoall = moe.dispatcher == MoeDispatcher::kAllToAll;
   if (alltoall) {
-    moe.ep_group = table.index(in.ep.of(rank));
-    if (moe.etp > 1) moe.etp_group = table.index(in.etp.of(rank));
+    moe.ep_group = table.index(in.ep.of(rank), GroupPurpose::kEp);
+    if (moe.etp > 1) moe.etp_group = table.index(in.etp.of(rank), GroupPurpose::kEtp);
   } else {
     const auto& members = in.tp_ep.of(rank);
-    moe.tp_ep_group = table.index(members);
+    moe.tp_ep_group = table.index(members, GroupPurpose::kTpEp);
     std::set<std::int64_t> domains;
     for (std::int64_t r : members) domains.insert(r / in.config.cluster.gpus_per_domain());
     moe.tp_ep_domains = static_cast<std::int64_t>(domains.size());
@@ -247,7 +255,7 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
   DpSetting dp;
   dp.group_size = layout.dp_cp();
   dp.active = dp.group_size > 1;
-  if (dp.active) dp.group = table.index(in.dp_cp.of(rank));
+  if (dp.active) dp.group = table.index(in.dp_cp.of(rank), GroupPurpose::kDp);
   dp.distributed_optimizer = training.distributed_optimizer;
   dp.overlap_grad_reduce = training.overlap.dp_grad_reduce;
   dp.overlap_param_gather = training.overlap.dp_param_gather;
@@ -258,12 +266,12 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
   if (in.config.model.is_moe()) {
     dp.expert_group_size = layout.expert.edp;
     dp.expert_active = dp.expert_group_size > 1;
-    if (dp.expert_active) dp.expert_group = table.index(in.edp.of(rank));
+    if (dp.expert_active) dp.expert_group = table.index(in.edp.of(rank), GroupPurpose::kEdp);
     dp.expert_optimizer_shards = training.distributed_optimizer ? layout.expert.edp : 1;
   }
   const bool edge = stage == layout.embedding_chunk().stage || stage == layout.output_chunk().stage;
   if (in.config.model.tied_embeddings && layout.sizes.pp > 1 && edge) {
-    dp.embedding_group = table.index(in.embedding.of(rank));
+    dp.embedding_group = table.index(in.embedding.of(rank), GroupPurpose::kEmbedding);
     dp.embedding_params = static_cast<double>(in.dims.vocab / in.dims.tp * in.dims.hidden);
   }
   return dp;
@@ -325,6 +333,7 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
   OpGraph graph;
   graph.static_bytes = memory.weights + memory.grads + memory.optimizer + memory.buffers;
   OpEmitter emit(graph, timer, payloads, c.training.precision);
+  emit.set_host_issue({timer.profile().host, c.training.cuda_graphs});
   const bool output_weights =
       stage == c.layout.output_chunk().stage && (!c.model.tied_embeddings || c.layout.sizes.pp > 1);
   // Groups are registered in this order: tp, cp, dp (binding_between relies on it).
@@ -343,10 +352,12 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
   return graph;
 }
 
-// Ranks run one program when they share a stage, except that the contiguous CP split gives
-// every CP position its own amount of attention work.
+// Ranks run one program when they share a stage, except where CP positions attend differently:
+// the contiguous split gives every position its own amount of work, and a balanced p2p ring its
+// own block shapes per step (cp_attention.hpp: keys from earlier ranks meet all the queries and
+// half the keys, keys from later ranks half the queries and all the keys).
 bool cp_positions_differ(const Layout& layout) {
-  return layout.sizes.cp > 1 && !layout.cp.load_balance;
+  return layout.sizes.cp > 1 && (!layout.cp.load_balance || layout.cp.p2p > 1);
 }
 
 std::int64_t program_class(const Layout& layout, const RankCoordinates& coordinates) {
@@ -473,7 +484,9 @@ StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fi
   for (std::size_t i = 0; i < program.global_rank.size(); ++i) {
     in.simulated_of[static_cast<std::size_t>(program.global_rank[i])] = static_cast<RankIndex>(i);
   }
-  KernelTimer timer(gpu);
+  const AttentionBackend attention =
+      resolve_attention_backend(config.training, config.model, gpu.profile(), config.file);
+  KernelTimer timer(gpu, fused_kernel(attention));
   PayloadTable payloads;
   GroupTable groups(in.simulated_of);
   // Ranks of one class run one program on different groups and peers: the first rank of each

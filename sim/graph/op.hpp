@@ -48,6 +48,14 @@ struct Op {
   // Memory: allocated when the op starts, freed when it ends (bytes).
   double alloc_bytes = 0;
   double free_bytes = 0;
+
+  // The host (the rank's CPU thread) issues ops in program order (op index), spending
+  // `host_cost` on each (framework dispatch plus kernel or graph launch); an op cannot start
+  // before the host has issued it. With `host_sync` the host, having issued the op, waits until
+  // it ends before issuing the next (a stream synchronize, or a device-to-host copy the host
+  // reads).
+  Time host_cost;
+  bool host_sync = false;
 };
 
 }  // namespace wallsim

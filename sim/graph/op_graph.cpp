@@ -38,6 +38,8 @@ struct OpGraph::Body {
     std::vector<std::vector<OpIndex>> stream_ops;
     std::vector<std::uint32_t> comm_position;  // per op; 0 for compute ops
     std::uint32_t comm_count = 0;
+    std::vector<Time> host_issued;  // per op: host_cost summed over ops 0..i
+    std::vector<OpIndex> host_syncs;
   };
   mutable std::unique_ptr<Index> cached;
 
@@ -56,6 +58,13 @@ struct OpGraph::Body {
       built->comm_position.resize(n);
       for (OpIndex i = 0; i < n; ++i) {
         if (ops[i].kind != OpKind::kCompute) built->comm_position[i] = built->comm_count++;
+      }
+      built->host_issued.resize(n);
+      Time host = Time::zero();
+      for (OpIndex i = 0; i < n; ++i) {
+        host = host + ops[i].host_cost;
+        built->host_issued[i] = host;
+        if (ops[i].host_sync) built->host_syncs.push_back(i);
       }
       cached = std::move(built);
     }
@@ -179,6 +188,14 @@ OpGraph::DependentIndex OpGraph::dependent_index() const {
 
 std::span<const std::uint32_t> OpGraph::comm_positions() const {
   return body_->index().comm_position;
+}
+
+std::span<const Time> OpGraph::host_issued() const {
+  return body_->index().host_issued;
+}
+
+std::span<const OpIndex> OpGraph::host_syncs() const {
+  return body_->index().host_syncs;
 }
 
 std::span<const OpIndex> OpGraph::dependency_span(OpIndex index) const {

@@ -77,6 +77,11 @@ class OpGraph {
   };
   DependentIndex dependent_index() const;
   std::span<const std::uint32_t> comm_positions() const;
+  // Host issue: host_issued[i] is the host cost of ops 0..i summed (Op::host_cost), so with no
+  // synchronisation in between the host finishes issuing op i at host_issued[i] after it
+  // started; host_syncs lists the ops with Op::host_sync, in program order.
+  std::span<const Time> host_issued() const;
+  std::span<const OpIndex> host_syncs() const;
   std::vector<OpIndex> dependencies(OpIndex index) const;
   std::vector<OpIndex> dependents(OpIndex index) const;
   // Number of ops `index` depends on (its in-degree), without building the list.

@@ -65,6 +65,8 @@ struct Replay::State : replay_detail::State {
 
   void issue_all_heads();
   void issue_if_ready(RankIndex rank, OpIndex index);
+  bool waits_for_host(RankIndex rank, OpIndex index);
+  void release_host(RankIndex rank, OpIndex sync);
   void arrive(RankIndex rank, OpIndex index, const Op& op);
   void start_compute(RankIndex rank, OpIndex index, const Op& op);
   void arrive_collective(RankIndex rank, OpIndex index, const Op& op);
@@ -101,6 +103,8 @@ void Replay::State::build_rank(RankIndex rank, const OpGraph& graph) {
   rs.graph = &graph;
   rs.dependents = graph.dependent_index();
   rs.comm_position = graph.comm_positions();
+  rs.host_issued = graph.host_issued();
+  rs.host_syncs = graph.host_syncs();
   // Program order and dependents come from the graph (shared by ranks with one body).
   for (int s = 0; s < graph.stream_count(); ++s) {
     rs.stream_ops.push_back(graph.stream_ops(static_cast<StreamIndex>(s)));
@@ -191,9 +195,37 @@ void Replay::State::issue_if_ready(RankIndex rank, OpIndex index) {
   const auto& stream = rs.stream_ops[op.stream];
   const std::uint32_t head = rs.cursor[op.stream];
   if (head >= stream.size() || stream[head] != index) return;
+  if (waits_for_host(rank, index)) return;
   rs.set_phase(index, Phase::kIssued);
   rs.trace.ops[index].ready = engine.now();
   arrive(rank, index, op);
+}
+
+// An op the host has not issued yet waits: for the sync before it to end (issue_if_ready is
+// called again for the stream heads then), or for the time the host issues it.
+bool Replay::State::waits_for_host(RankIndex rank, OpIndex index) {
+  RankState& rs = ranks[rank];
+  if (rs.host_blocked_before(index)) return true;
+  const Time issued = rs.host_issue_time(index);
+  if (issued <= engine.now()) return false;
+  rs.set_phase(index, Phase::kAwaitingHost);
+  engine.schedule_at(issued, [this, rank, index] {
+    ranks[rank].set_phase(index, Phase::kWaiting);
+    issue_if_ready(rank, index);
+  });
+  return true;
+}
+
+// The host resumes when the op it synchronised on ends, and issues what follows it.
+void Replay::State::release_host(RankIndex rank, OpIndex sync) {
+  RankState& rs = ranks[rank];
+  rs.host_base = max(rs.host_issue_time(sync), engine.now());
+  rs.host_base_issued = rs.host_issued[sync];
+  ++rs.sync_cursor;
+  for (std::size_t s = 0; s < rs.stream_ops.size(); ++s) {
+    const auto& stream = rs.stream_ops[s];
+    if (rs.cursor[s] < stream.size()) issue_if_ready(rank, stream[rs.cursor[s]]);
+  }
 }
 
 void Replay::State::arrive(RankIndex rank, OpIndex index, const Op& op) {
@@ -350,6 +382,10 @@ void Replay::State::finish_op(RankIndex rank, OpIndex index) {
   ++rs.ops_ended;
   ++ops_ended;
   end = max(end, engine.now());
+  if (op.host_sync && rs.sync_cursor < rs.host_syncs.size() &&
+      rs.host_syncs[rs.sync_cursor] == index) {
+    release_host(rank, index);
+  }
   const auto& stream = rs.stream_ops[op.stream];
   const std::uint32_t next = ++rs.cursor[op.stream];
   if (next < stream.size()) issue_if_ready(rank, stream[next]);

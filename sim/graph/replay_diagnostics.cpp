@@ -89,7 +89,16 @@ void write_head(std::ostream& out, const State& state, RankIndex rank, std::size
   switch (rs.phase(index)) {
     case Phase::kWaiting:
       if (rs.remaining_deps(index) > 0) return write_unmet_dependencies(out, rs, index);
+      if (rs.host_blocked_before(index)) {
+        const OpIndex sync = rs.host_syncs[rs.sync_cursor];
+        out << " waits for the host, which waits for op " << op_name(*rs.graph, sync)
+            << " on stream " << static_cast<int>(rs.graph->op(sync).stream) << " to end";
+        return;
+      }
       out << " was never issued";  // cannot happen: a head with no pending dependency issues
+      return;
+    case Phase::kAwaitingHost:
+      out << " waits for the host to issue it";  // cannot happen: an event is scheduled
       return;
     case Phase::kIssued:
       return write_waiting_comm(out, state, rs, index);

@@ -21,10 +21,11 @@
 
 namespace wallsim::replay_detail {
 
-// Waiting: not yet issued (not head of its stream, or dependencies pending).
-// Issued: ready; a communication op is waiting for its peers.
-// Started: running. Ended: done.
-enum class Phase : std::uint8_t { kWaiting, kIssued, kStarted, kEnded };
+// Waiting: not yet issued (not head of its stream, or dependencies pending, or the host has
+// not reached it). Issued: ready; a communication op is waiting for its peers.
+// Started: running. Ended: done. AwaitingHost: otherwise ready, and an event is scheduled for
+// the time the host finishes issuing it.
+enum class Phase : std::uint8_t { kWaiting, kIssued, kStarted, kEnded, kAwaitingHost };
 
 struct Member {
   RankIndex rank = 0;
@@ -77,11 +78,19 @@ struct RankState {
   std::vector<std::uint32_t> collectives_ended;   // per collective slot
   std::vector<GroupIndex> slot_group;             // collective slot -> its group
   std::uint32_t sm_comm_running = 0;  // communication ops holding SMs, from arrival to end
+  // The host issues ops in program order: op i is issued at
+  // host_base + (host_issued[i] - host_base_issued) unless a synchronising op before it has not
+  // ended (host_syncs[sync_cursor] < i), in which case the host has not reached it yet.
+  std::span<const Time> host_issued;    // the graph's
+  std::span<const OpIndex> host_syncs;  // the graph's
+  std::uint32_t sync_cursor = 0;        // first synchronising op not yet ended
+  Time host_base;                       // when the host resumed after the last ended sync
+  Time host_base_issued;                // host_issued at that sync (zero before any)
   double memory_in_use = 0;
   std::size_t ops_ended = 0;
   RankTrace trace;
 
-  static constexpr std::uint32_t kPhaseShift = 30;
+  static constexpr std::uint32_t kPhaseShift = 29;
   static constexpr std::uint32_t kDepsMask = (1u << kPhaseShift) - 1;
   Phase phase(OpIndex op) const { return static_cast<Phase>(op_state[op] >> kPhaseShift); }
   void set_phase(OpIndex op, Phase phase) {
@@ -90,6 +99,12 @@ struct RankState {
   std::uint32_t remaining_deps(OpIndex op) const { return op_state[op] & kDepsMask; }
   // One dependency of `op` ended; returns how many are left.
   std::uint32_t dependency_ended(OpIndex op) { return --op_state[op] & kDepsMask; }
+  bool host_blocked_before(OpIndex op) const {
+    return sync_cursor < host_syncs.size() && op > host_syncs[sync_cursor];
+  }
+  Time host_issue_time(OpIndex op) const {
+    return host_base + (host_issued[op] - host_base_issued);
+  }
   std::uint32_t& link(OpIndex op) { return comm_link[comm_position[op]]; }
   std::uint32_t link(OpIndex op) const { return comm_link[comm_position[op]]; }
   std::uint32_t& ordinal(OpIndex op) { return comm_ordinal[comm_position[op]]; }

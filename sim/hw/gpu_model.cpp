@@ -94,25 +94,30 @@ Time GpuModel::grouped_gemm(const GroupedGemmShape& shape, Dtype dtype, int sms_
   return gemm_time(grouped_gemm_flops(shape), grouped_gemm_bytes(shape, dtype), compute_s);
 }
 
-Time GpuModel::attention(AttentionPass pass, const AttentionShape& shape, double flops,
-                         int sms_available) const {
+Time GpuModel::attention(AttentionKernel kernel, AttentionPass pass, const AttentionShape& shape,
+                         double flops, int sms_available) const {
   check_attention_shape(shape);
   check_sms(sms_available);
+  const AttentionTables& tables = profile_.attention_tables(kernel);
   if (!(flops > 0)) return profile_.kernel_launch_overhead;
   // The tables index by the key length: it is the length of each thread block's inner loop,
   // which is what amortizes the block's prologue and epilogue.
-  const double table_flops = profile_.attention.achieved_flops(
+  const double table_flops = tables.achieved_flops(
       pass, shape.causal, static_cast<double>(shape.head_dim), static_cast<double>(shape.seq_kv));
   const double sm_share = static_cast<double>(sms_available) / profile_.sms;
   return profile_.kernel_launch_overhead + Time::from_seconds(flops / (table_flops * sm_share));
 }
 
-Time GpuModel::attention_forward(const AttentionShape& shape, int sms_available) const {
-  return attention(AttentionPass::kForward, shape, attention_forward_flops(shape), sms_available);
+Time GpuModel::attention_forward(const AttentionShape& shape, AttentionKernel kernel,
+                                 int sms_available) const {
+  return attention(kernel, AttentionPass::kForward, shape, attention_forward_flops(shape),
+                   sms_available);
 }
 
-Time GpuModel::attention_backward(const AttentionShape& shape, int sms_available) const {
-  return attention(AttentionPass::kBackward, shape, attention_backward_flops(shape), sms_available);
+Time GpuModel::attention_backward(const AttentionShape& shape, AttentionKernel kernel,
+                                  int sms_available) const {
+  return attention(kernel, AttentionPass::kBackward, shape, attention_backward_flops(shape),
+                   sms_available);
 }
 
 Time GpuModel::memory_bound(double bytes, int sms_available) const {

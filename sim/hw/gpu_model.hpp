@@ -10,7 +10,8 @@
 //                                     · wave_efficiency(tiles, sms_available) · sms_available/sms)
 //   grouped     one kernel over several problems: the compute time of the single GEMM
 //   GEMM        fold_grouped_gemm gives (grouped_gemm.hpp), the bytes of all problems
-//   attention   FLOPs / (table FLOP/s(pass, causal, head_dim, seq_kv) · sms_available / sms)
+//   attention   FLOPs / (table FLOP/s(kernel, pass, causal, head_dim, seq_kv)
+//                       · sms_available / sms)
 //   memory      bytes / (HBM bandwidth · hbm_efficiency(bytes)), whatever sms_available is
 // `sms_available` is the number of SMs the kernel may use: all of them (profile().sms) when it
 // runs alone, fewer when a communication kernel holds some (profile().comm_kernel_sms).
@@ -36,9 +37,12 @@ class GpuModel {
   Time gemm(const GemmShape& shape, Dtype dtype, int sms_available) const;
   // One grouped kernel over `shape.problems` (all of the same n); same errors as gemm.
   Time grouped_gemm(const GroupedGemmShape& shape, Dtype dtype, int sms_available) const;
-  // Flash attention is modelled in bf16, the precision its tables were measured in.
-  Time attention_forward(const AttentionShape& shape, int sms_available) const;
-  Time attention_backward(const AttentionShape& shape, int sms_available) const;
+  // Fused attention by the tables of `kernel`, in bf16, the precision they were measured in;
+  // InputError when the profile has no tables for `kernel`.
+  Time attention_forward(const AttentionShape& shape, AttentionKernel kernel,
+                         int sms_available) const;
+  Time attention_backward(const AttentionShape& shape, AttentionKernel kernel,
+                          int sms_available) const;
   // A kernel that streams `bytes` through HBM (reads plus writes).
   Time memory_bound(double bytes, int sms_available) const;
 
@@ -51,8 +55,8 @@ class GpuModel {
   double achieved_hbm_Bps(double bytes) const;
 
  private:
-  Time attention(AttentionPass pass, const AttentionShape& shape, double flops,
-                 int sms_available) const;
+  Time attention(AttentionKernel kernel, AttentionPass pass, const AttentionShape& shape,
+                 double flops, int sms_available) const;
   void check_sms(int sms_available) const;
   double falloff_compute_s(const GemmShape& shape, Dtype dtype, int sms_available) const;
   Time gemm_time(double flops, double bytes, double compute_s) const;

@@ -1,6 +1,7 @@
 #include "sim/hw/gpu_profile.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -150,7 +151,7 @@ AttentionTable parse_attention_table(const JsonNode& node) {
   return table;
 }
 
-AttentionTables parse_attention(const JsonNode& node) {
+AttentionTables parse_attention_kernel(const JsonNode& node) {
   JsonObject object(node);
   const std::string kernel = object.string("kernel");
   const JsonNode tables_node = object.at("tables");
@@ -180,6 +181,31 @@ AttentionTables parse_attention(const JsonNode& node) {
   return AttentionTables(kernel, std::move(tables));
 }
 
+// {"backends": {"cudnn": {...}, "flash3": {...}}}: one set of tables per measured kernel.
+std::map<AttentionKernel, AttentionTables> parse_attention(const JsonNode& node) {
+  JsonObject object(node);
+  const JsonNode backends_node = object.at("backends");
+  object.finish();
+  JsonObject backends(backends_node);
+  std::map<AttentionKernel, AttentionTables> kernels;
+  for (AttentionKernel kernel : kAttentionKernels) {
+    if (auto tables = backends.find(attention_kernel_name(kernel))) {
+      kernels.emplace(kernel, parse_attention_kernel(*tables));
+    }
+  }
+  backends.finish();  // rejects names other than cudnn, flash2, flash3
+  if (kernels.empty()) backends_node.fail("must give at least one of cudnn, flash2, flash3");
+  return kernels;
+}
+
+// 9.0 -> 90: major and one decimal of minor, as CUDA numbers its architectures.
+int parse_compute_capability(const JsonNode& node) {
+  const double value = node.as_number(1.0, 99.9);
+  const double tenths = std::round(value * 10.0);
+  if (std::abs(tenths - value * 10.0) > 1e-9) node.fail("must be major.minor, e.g. 9.0");
+  return static_cast<int>(tenths);
+}
+
 // `sources` documents where each number came from; it must be an object of strings and is
 // otherwise ignored.
 void check_sources(const JsonNode& node) {
@@ -205,6 +231,27 @@ const DtypeCompute& GpuProfile::compute_of(Dtype dtype) const {
   return found->second;
 }
 
+std::string GpuProfile::attention_kernel_list() const {
+  std::string listed;
+  for (const auto& [kernel, unused] : attention) {
+    listed += (listed.empty() ? "" : ", ") + std::string(attention_kernel_name(kernel));
+  }
+  return listed;
+}
+
+const AttentionTables& GpuProfile::attention_tables(AttentionKernel kernel) const {
+  const auto found = attention.find(kernel);
+  if (found == attention.end()) {
+    const std::string prefix = json_path.empty() ? "" : json_path + ".";
+    throw InputError(
+        source_file, prefix + "attention.backends." + std::string(attention_kernel_name(kernel)),
+        "",
+        "is missing: " + name + " has no " + std::string(attention_kernel_name(kernel)) +
+            " attention tables (backends this profile has: " + attention_kernel_list() + ")");
+  }
+  return found->second;
+}
+
 double GpuProfile::peak_flops(Dtype dtype) const {
   return compute_of(dtype).peak_flops;
 }
@@ -221,6 +268,7 @@ GpuProfile parse_gpu_profile(const JsonNode& gpu_section) {
   profile.json_path = gpu_section.path() == "$" ? "" : gpu_section.path();
   profile.name = gpu.string("name");
   profile.sms = static_cast<int>(gpu.integer("sms", 1, 100000));
+  profile.compute_capability = parse_compute_capability(gpu.at("compute_capability"));
   profile.hbm_bytes = gpu.positive("hbm_GiB") * kGiB;
   profile.hbm_bandwidth_Bps = gpu.positive("hbm_bandwidth_TBps") * kTera;
   JsonObject gemm(gpu.at("gemm"));

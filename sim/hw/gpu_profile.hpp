@@ -2,18 +2,21 @@
 //
 // The `gpu` section of calibration/profiles/<name>.json (see sim/hw/README.md for every key):
 // peak dense FLOP/s per dtype, HBM size and bandwidth, the best GEMM throughput measured per
-// dtype with a table of measured shapes or a size falloff, flash-attention throughput tables, HBM
-// efficiency by bytes moved, the per-kernel launch overhead and the SMs a communication kernel
-// holds. Every number in a shipped profile carries its citation in the section's `sources` object.
+// dtype with a table of measured shapes or a size falloff, fused-attention throughput tables per
+// kernel (cuDNN, FlashAttention-3, FlashAttention-2: whichever were measured), HBM efficiency by
+// bytes moved, the per-kernel launch overhead and the SMs a communication kernel holds. Every
+// number in a shipped profile carries its citation in the section's `sources` object.
 #pragma once
 
 #include <map>
 #include <string>
 
 #include "sim/core/time.hpp"
+#include "sim/hw/attention_kernel.hpp"
 #include "sim/hw/attention_tables.hpp"
 #include "sim/hw/dtype.hpp"
 #include "sim/hw/gemm_table.hpp"
+#include "sim/hw/host_profile.hpp"
 #include "sim/hw/log_curve.hpp"
 
 namespace wallsim {
@@ -49,14 +52,18 @@ struct GpuProfile {
   std::string json_path;    // the section's path in that file (e.g. "gpu")
 
   int sms = 0;
+  int compute_capability = 0;  // major·10 + minor: 90 for sm_90 (Hopper), 80 for sm_80
   double hbm_bytes = 0;
   double hbm_bandwidth_Bps = 0;           // vendor peak
   std::map<Dtype, DtypeCompute> compute;  // dtypes the GPU's tensor cores support
   GemmEfficiency gemm;
-  AttentionTables attention;
+  std::map<AttentionKernel, AttentionTables> attention;  // the kernels measured, at least one
   LogCurve hbm_efficiency;      // fraction of hbm_bandwidth_Bps by bytes moved
   Time kernel_launch_overhead;  // paid once by every kernel
   int comm_kernel_sms = 0;      // SMs a comm kernel holds beside a GEMM
+  // The CPU thread that issues this GPU's work: the profile's top-level `host` section (read by
+  // parse_profile, not parse_gpu_profile), carried here so that kernel timing sees it.
+  HostProfile host;
 
   bool supports(Dtype dtype) const { return compute.count(dtype) != 0; }
   // Dense peak FLOP/s; InputError naming the profile when the GPU lacks the dtype
@@ -65,6 +72,11 @@ struct GpuProfile {
   // Best measured GEMM throughput over the dense peak, in (0, 1]; same error as peak_flops.
   double gemm_best_fraction(Dtype dtype) const;
   const DtypeCompute& compute_of(Dtype dtype) const;
+  bool has_attention(AttentionKernel kernel) const { return attention.count(kernel) != 0; }
+  // The tables of one kernel; InputError naming the profile and the kernels it has otherwise.
+  const AttentionTables& attention_tables(AttentionKernel kernel) const;
+  // "cudnn, flash3": the kernels this profile has tables for, in kAttentionKernels order.
+  std::string attention_kernel_list() const;
 };
 
 // Reads the `gpu` section of a profile; InputError (file, JSON path, value, what is allowed)

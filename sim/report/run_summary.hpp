@@ -28,7 +28,8 @@ struct TimeSplit {
   // compute stream waiting on comm, by communication group (op_category.hpp's slots)
   std::array<double, kCommGroupCount> exposed_comm_s{};
   double bubble_s = 0;  // compute stream waiting on other pipeline stages
-  double other_s = 0;   // the rest (launch gaps, waiting on peers' compute)
+  double host_s = 0;    // compute stream idle, the next kernel not yet issued by the host
+  double other_s = 0;   // the rest (waiting on peers' compute)
   // compute_s by compute kind (op_category.hpp's slots: gemm, attention, elementwise, optimizer)
   std::array<double, kComputeKindCount> compute_by_kind_s{};
   // the same kinds' model FLOPs at the dense peak (ideal_by_kind / compute_by_kind = efficiency)
@@ -42,7 +43,7 @@ struct Wall {
 };
 
 struct Walls {
-  Wall compute;         // share = (compute_inefficiency + bubble) / step
+  Wall compute;         // share = (compute_inefficiency + bubble + host) / step
   Wall communication;   // share = exposed_comm / step
   Wall memory;          // share = peak bytes / HBM bytes of the worst rank
   std::string binding;  // "memory" | "compute" | "communication"
@@ -79,10 +80,12 @@ struct TierUsage {
 
 // Step time after scaling one machine parameter, by re-simulating (--sensitivity).
 struct Sensitivity {
-  std::string parameter;  // "nvlink_bandwidth", "ib_bandwidth", "gemm_efficiency", "hbm_bandwidth"
+  std::string parameter;  // "nvlink_bandwidth", "ib_bandwidth", "gemm_efficiency",
+                          // "hbm_bandwidth", "host_issue_cost", "cuda_graphs"
   double factor = 1;      // applied scale (1.1, 0.9; GEMM efficiency is capped at the peak)
   double step_s = 0;
-  double change = 0;  // step_s / baseline - 1
+  double change = 0;    // step_s / baseline - 1
+  std::string setting;  // a setting tried instead of a scale ("per_layer"); empty for scales
 };
 
 // One change that could make a layout fit, with the analytical peak it gives.

@@ -45,6 +45,7 @@ json time_json(const TimeSplit& time) {
           {"exposed_comm_s", exposed},
           {"exposed_comm_total_s", time.exposed_comm_total()},
           {"bubble_s", time.bubble_s},
+          {"host_s", time.host_s},
           {"other_s", time.other_s}};
 }
 
@@ -90,10 +91,12 @@ json communication_json(const RunSummary& s) {
 json what_if_json(const RunSummary& s) {
   json sensitivities = json::array();
   for (const auto& x : s.sensitivities) {
-    sensitivities.push_back({{"parameter", x.parameter},
-                             {"factor", x.factor},
-                             {"step_s", x.step_s},
-                             {"change", x.change}});
+    json entry = {{"parameter", x.parameter},
+                  {"factor", x.factor},
+                  {"step_s", x.step_s},
+                  {"change", x.change}};
+    if (!x.setting.empty()) entry["setting"] = x.setting;
+    sensitivities.push_back(std::move(entry));
   }
   json fits = json::array();
   for (const auto& f : s.fit_suggestions) {
@@ -121,7 +124,12 @@ std::string line(const char* format, double a, double b = 0) {
 void write_what_if_text(const RunSummary& s, std::ostream& out) {
   if (!s.sensitivities.empty()) out << "  sensitivities (re-simulated step time):\n";
   for (const auto& x : s.sensitivities) {
-    out << "    " << x.parameter << line(" x%.2f: %+.2f%%\n", x.factor, 100 * x.change);
+    if (x.setting.empty()) {
+      out << "    " << x.parameter << line(" x%.2f: %+.2f%%\n", x.factor, 100 * x.change);
+    } else {
+      out << "    " << x.parameter << " = " << x.setting
+          << line(": %+.2f%%\n", 100 * x.change, 0.0);
+    }
   }
   if (!s.fit_suggestions.empty()) out << "  what would make it fit (analytical peak):\n";
   for (const auto& f : s.fit_suggestions) {
@@ -198,6 +206,7 @@ void write_summary_text(const RunSummary& s, std::ostream& out) {
                 100 * t.exposed_comm_s[g] / step);
   }
   out << line("    pipeline bubble        %9.3f s  %5.1f%%\n", t.bubble_s, 100 * t.bubble_s / step);
+  out << line("    host (not issued yet)  %9.3f s  %5.1f%%\n", t.host_s, 100 * t.host_s / step);
   out << line("    other                  %9.3f s  %5.1f%%\n", t.other_s, 100 * t.other_s / step);
   const Walls& w = s.walls;
   out << "  binding wall: " << w.binding << "  (compute "

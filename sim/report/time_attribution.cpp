@@ -73,16 +73,25 @@ TimeSplit attribute_time(const OpGraph& graph, const RankTrace& trace, StreamInd
   split.step_s = step_end.seconds();
   split.ideal_s = ideal_s;
   Time cursor = Time::zero();
-  for (OpIndex i = 0; i < graph.size(); ++i) {
-    const Op& op = graph.op(i);
-    if (op.stream != compute_stream || op.kind != OpKind::kCompute) continue;
+  Time stream_free = Time::zero();  // end of the previous op of any kind on the stream
+  for (const OpIndex i : graph.stream_ops(compute_stream)) {
     const OpRecord& record = trace.ops[i];
+    const Time previous_end = stream_free;
+    stream_free = record.end;
+    if (graph.shared_op(i).kind != OpKind::kCompute) continue;
     if (record.start > cursor) {
+      // What the op waited for besides the host; the rest of the gap it waited to be issued.
+      Time unblocked = previous_end;
+      for (const OpIndex dependency : graph.dependency_span(i)) {
+        unblocked = max(unblocked, trace.ops[dependency].end);
+      }
+      const Time issued_from = max(cursor, min(unblocked, record.start));
+      split.host_s += (record.start - issued_from).seconds();
       const auto cause = binding_dependency(graph, trace, i, cursor);
       if (cause) {
-        charge(split, graph.op(*cause), trace.ops[*cause], Gap{cursor, record.start});
+        charge(split, graph.op(*cause), trace.ops[*cause], Gap{cursor, issued_from});
       } else {
-        split.other_s += (record.start - cursor).seconds();
+        split.other_s += (issued_from - cursor).seconds();
       }
     }
     split.compute_s += (record.end - record.start).seconds();

@@ -7,7 +7,9 @@
 //   * a pipeline receive: the part before the transfer started is bubble (the neighbouring
 //     stage had not produced the data yet), the transfer itself is exposed `pp` time;
 //   * another communication op: exposed time of its group (tp, cp, ep, dp);
-//   * anything else (or nothing): `other`.
+//   * anything else (or nothing): `other`;
+// and the part of the gap after every dependency and the stream were free is `host` time: the
+// host had not issued the kernel yet (Op::host_cost, Op::host_sync).
 // The trailing gap after the compute stream's last op goes to the op that ended last on the
 // rank by the same rule.
 #pragma once

@@ -25,8 +25,9 @@ Walls compute_walls(const TimeSplit& split, const ComputeExcess& excess,
                     const StageMemorySummary& worst_stage, double hbm_bytes, bool fits) {
   Walls walls;
   const double step = split.step_s > 0 ? split.step_s : 1;
-  walls.compute.share = (split.compute_inefficiency_s + split.bubble_s) / step;
-  std::vector<std::pair<const char*, double>> causes{{"bubble", split.bubble_s}};
+  walls.compute.share = (split.compute_inefficiency_s + split.bubble_s + split.host_s) / step;
+  std::vector<std::pair<const char*, double>> causes{{"bubble", split.bubble_s},
+                                                     {"host", split.host_s}};
   for (int kind = 0; kind < kComputeKindCount; ++kind) {
     causes.emplace_back(category_name(category_at_slot(false, kind)), excess.seconds[kind]);
   }

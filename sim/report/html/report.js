@@ -8,8 +8,8 @@ const GiB = 1024 * 1024 * 1024;
 const COLORS = {
   ideal: "#2f6f9f", compute_inefficiency: "#8fb3d1", gemm: "#4e79a7", attention: "#59a14f",
   elementwise: "#9c755f", optimizer: "#b07aa1", tp: "#f28e2b", cp: "#edc948", ep: "#e15759",
-  dp: "#76b7b2", pp: "#ff9da7", bubble: "#bab0ac", other: "#d4d4d4", weights: "#4e79a7",
-  grads: "#f28e2b", activations: "#59a14f", buffers: "#bab0ac",
+  dp: "#76b7b2", pp: "#ff9da7", bubble: "#bab0ac", host: "#8c564b", other: "#d4d4d4",
+  weights: "#4e79a7", grads: "#f28e2b", activations: "#59a14f", buffers: "#bab0ac",
 };
 const SVGNS = "http://www.w3.org/2000/svg";
 
@@ -100,7 +100,7 @@ function stepSplit() {
   const t = S.time;
   const parts = [["ideal", t.ideal_s], ["compute_inefficiency", t.compute_inefficiency_s]];
   for (const g of ["tp", "cp", "ep", "dp", "pp"]) parts.push([g, t.exposed_comm_s[g]]);
-  parts.push(["bubble", t.bubble_s], ["other", t.other_s]);
+  parts.push(["bubble", t.bubble_s], ["host", t.host_s], ["other", t.other_s]);
   const rows = parts.filter(([, v]) => v > 0).map(([k, v]) => [k.replace(/_/g, " "), fmtS(v), fmtPct(v / t.step_s)]);
   return section("Where the step went (critical rank)",
     stackedBar(parts, t.step_s, 1200, 26), legend(parts.filter(([, v]) => v > 0).map(([k]) => k)),
@@ -154,16 +154,16 @@ function computeWall() {
 
 function sensitivities() {
   if (!S.sensitivities || !S.sensitivities.length) {
-    return section("Sensitivities", el("p", { class: "sub", text: "Not computed: run with --sensitivity to re-simulate with ±10% NVLink, IB, GEMM efficiency and HBM bandwidth." }));
+    return section("Sensitivities", el("p", { class: "sub", text: "Not computed: run with --sensitivity to re-simulate with ±10% NVLink, IB, GEMM efficiency and HBM bandwidth, half the host's issue cost and the next CUDA-graph scope." }));
   }
   const maxAbs = Math.max(1e-9, ...S.sensitivities.map((x) => Math.abs(x.change)));
   const rows = S.sensitivities.map((x) => {
     const bar = svg("svg", { width: 240, height: 12 }, svg("line", { x1: 120, x2: 120, y1: 0, y2: 12, class: "axis" }),
       svg("rect", { x: x.change < 0 ? 120 + (x.change / maxAbs) * 118 : 120, y: 2, width: Math.abs(x.change / maxAbs) * 118, height: 8, fill: x.change < 0 ? "#2e7d32" : "#c0392b" }));
-    return [x.parameter.replace(/_/g, " "), "×" + x.factor.toFixed(2), fmtS(x.step_s), (x.change >= 0 ? "+" : "") + fmtPct(x.change, 2), bar];
+    return [x.parameter.replace(/_/g, " "), x.setting ? x.setting.replace(/_/g, " ") : "×" + x.factor.toFixed(2), fmtS(x.step_s), (x.change >= 0 ? "+" : "") + fmtPct(x.change, 2), bar];
   });
   return section("Sensitivities (re-simulated)", el("div", { class: "panel", id: "sensitivities" },
-    table(["parameter", { label: "scale", num: true }, { label: "step", num: true }, { label: "change", num: true }, "faster ← → slower"], rows)));
+    table(["parameter", { label: "scale or setting", num: true }, { label: "step", num: true }, { label: "change", num: true }, "faster ← → slower"], rows)));
 }
 
 function busiestLinks() {

@@ -90,7 +90,7 @@ TEST_CASE("the attention fit rebuilds the measured tables") {
   // 2 passes x 2 masks x 2 head dims measured.
   REQUIRE(tables.size() == 8);
   const AttentionTables fitted("fit", tables);
-  const AttentionTables truth = altered_gpu().attention;
+  const AttentionTables truth = altered_gpu().attention_tables(AttentionKernel::kCudnn);
   // Two samples per sequence length, 2% each: the mean is 1.4%; 6% is over 4 sigma.
   for (auto pass : {AttentionPass::kForward, AttentionPass::kBackward}) {
     for (bool causal : {false, true}) {

@@ -23,6 +23,8 @@ double busy_s(Time t) {
 }
 
 constexpr int kAllSms = 132;
+// The FlashAttention-3 tables: the attention cases below read the FA3 rows of kernels.md B1.
+constexpr AttentionKernel kFa3 = AttentionKernel::kFlash3;
 
 }  // namespace
 
@@ -118,7 +120,8 @@ TEST_CASE("attention forward at seq 8k, head dim 128 runs at the FA3 table value
                              .head_dim = 128,
                              .causal = false};
   const double flops = 4.0 * 2 * 16 * 8192.0 * 8192 * 128;
-  CHECK(busy_s(h100().attention_forward(shape, kAllSms)) == Approx(flops / 646e12).epsilon(1e-6));
+  CHECK(busy_s(h100().attention_forward(shape, kFa3, kAllSms)) ==
+        Approx(flops / 646e12).epsilon(1e-6));
 }
 
 TEST_CASE("causal attention does half the work at the causal table's rate",
@@ -132,7 +135,7 @@ TEST_CASE("causal attention does half the work at the causal table's rate",
                              .head_dim = 128,
                              .causal = true};
   const double half_flops = 4.0 * 2 * 16 * 8192.0 * 8192 * 128 / 2;
-  CHECK(busy_s(h100().attention_forward(shape, kAllSms)) ==
+  CHECK(busy_s(h100().attention_forward(shape, kFa3, kAllSms)) ==
         Approx(half_flops / 602e12).epsilon(1e-6));
 }
 
@@ -147,11 +150,11 @@ TEST_CASE("attention backward does 2.5 times the forward work at the backward ta
                        .seq_kv = 4096,
                        .head_dim = 128,
                        .causal = false};
-  CHECK(busy_s(h100().attention_backward(shape, kAllSms)) ==
+  CHECK(busy_s(h100().attention_backward(shape, kFa3, kAllSms)) ==
         Approx(2.5 * attention_forward_flops(shape) / 542e12).epsilon(1e-6));
   shape.seq_q = shape.seq_kv = 6144;
   const double rate = 542e12 + std::log2(1.5) * (559e12 - 542e12);
-  CHECK(busy_s(h100().attention_backward(shape, kAllSms)) ==
+  CHECK(busy_s(h100().attention_backward(shape, kFa3, kAllSms)) ==
         Approx(2.5 * attention_forward_flops(shape) / rate).epsilon(1e-6));
 }
 
@@ -163,8 +166,8 @@ TEST_CASE("fewer SMs slow attention in proportion", "[hw][model][attention]") {
                              .seq_kv = 4096,
                              .head_dim = 128,
                              .causal = true};
-  CHECK(busy_s(h100().attention_forward(shape, 116)) /
-            busy_s(h100().attention_forward(shape, kAllSms)) ==
+  CHECK(busy_s(h100().attention_forward(shape, kFa3, 116)) /
+            busy_s(h100().attention_forward(shape, kFa3, kAllSms)) ==
         Approx(132.0 / 116.0).epsilon(1e-6));
 }
 

@@ -33,7 +33,7 @@ TEST_CASE("every shipped profile parses with its datasheet numbers", "[hw][profi
   CHECK(h100.hbm_bytes == Approx(80.0 * (1 << 30)));
   CHECK(h100.comm_kernel_sms == 16);
   CHECK(h100.gemm_best_fraction(Dtype::kBf16) == Approx(794.5 / 989.4));
-  CHECK(h100.attention.kernel() == "FlashAttention-3");
+  CHECK(h100.attention_tables(AttentionKernel::kFlash3).kernel() == "FlashAttention-3");
 
   const GpuProfile h200 = test::load_shipped_gpu("h200-sxm");
   CHECK(h200.hbm_bandwidth_Bps == Approx(4.8e12));
@@ -110,10 +110,12 @@ TEST_CASE("a curve with unordered points is rejected at the offending entry", "[
 
 TEST_CASE("a profile missing a causal backward attention table is rejected", "[hw][profile]") {
   auto gpu = shipped_section("a100-sxm-80gb");
-  auto& tables = gpu["attention"]["tables"];
-  tables.erase(tables.size() - 1);  // the causal backward table
-  CHECK_THROWS_WITH(parse_section(gpu),
-                    Contains("gpu.attention.tables") && Contains("\"backward\" and causal true"));
+  auto& tables = gpu["attention"]["backends"]["flash2"]["tables"];
+  for (std::size_t i = tables.size(); i-- > 0;) {
+    if (tables[i]["pass"] == "backward" && tables[i]["causal"] == true) tables.erase(i);
+  }
+  CHECK_THROWS_WITH(parse_section(gpu), Contains("gpu.attention.backends.flash2.tables") &&
+                                            Contains("\"backward\" and causal true"));
 }
 
 TEST_CASE("a comm kernel may not hold every SM", "[hw][profile]") {

@@ -39,8 +39,8 @@ double work(const AttentionShape& call) {
 
 double plan_work(const CpAttentionPlan& plan) {
   double total = 0;
-  for (const auto& step : plan.steps) {
-    for (const auto& call : step) total += work(call);
+  for (const auto& step : plan.forward) {
+    for (const auto& call : step.blocks) total += work(call);
   }
   return total;
 }
@@ -119,7 +119,7 @@ TEST_CASE("contiguous CP: rank r computes r + 1/2 blocks, skipping keys from lat
     CAPTURE(r);
     const CpAttentionPlan plan = cp_attention_plan(d, layout, r);
     CHECK(plan_work(plan) == Approx((static_cast<double>(r) + 0.5) * block));
-    CHECK(plan.steps.size() == 4);  // the K and V still travel the whole ring
+    CHECK(plan.forward.size() == 4);  // the K and V still travel the whole ring
   }
 }
 
@@ -226,11 +226,12 @@ TEST_CASE("CP layout errors name the problem", "[models][step][cp]") {
   rejects(doc, "2·cp = 4");
 }
 
-TEST_CASE("contiguous CP splits classes by CP position in symmetric fidelity",
-          "[models][step][cp]") {
-  // tp 2 · cp 4 · dp 1: balanced, one class (rank 0); contiguous, one per CP position.
+TEST_CASE("p2p CP splits classes by CP position in symmetric fidelity", "[models][step][cp]") {
+  // tp 2 · cp 4 · dp 1: the balanced ring gives each position its own block shapes and the
+  // contiguous split its own work, one class per CP position; Ulysses (a2a) runs one program.
   json doc = cp_config(2, 4, "p2p");
-  CHECK(build(doc).global_rank == std::vector<std::int64_t>{0});
+  CHECK(build(doc).global_rank == std::vector<std::int64_t>{0, 2, 4, 6});
+  CHECK(build(cp_config(1, 4, "a2a")).global_rank == std::vector<std::int64_t>{0});
   doc["parallel"]["cp_load_balance"] = false;
   CHECK(build(doc).global_rank == std::vector<std::int64_t>{0, 2, 4, 6});
 }
