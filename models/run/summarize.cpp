@@ -4,6 +4,7 @@
 
 #include "models/flops.hpp"
 #include "models/memory.hpp"
+#include "models/step/attention_backend_choice.hpp"
 #include "sim/hw/dtype.hpp"
 #include "sim/report/op_category.hpp"
 #include "sim/report/time_attribution.hpp"
@@ -116,6 +117,9 @@ RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepP
   s.layout = describe_layout(config);
   s.fidelity = to_string(config.simulation.fidelity);
   s.network_model = config.simulation.network;
+  s.attention_backend = std::string(attention_backend_name(
+      resolve_attention_backend(config.training, config.model, gpu, config.file)));
+  s.cuda_graphs = to_string(config.training.cuda_graphs);
   s.simulated_ranks = static_cast<int>(program.graphs.size());
   const RankIndex critical = critical_rank(program, replay);
   s.critical_rank = static_cast<int>(program.global_rank[critical]);

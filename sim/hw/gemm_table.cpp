@@ -138,9 +138,12 @@ void GemmTable::make_monotone(const std::vector<bool>& measured) {
 }
 
 double GemmTable::grid_log2_time(double m, double n, double k) const {
-  const auto [i, um] = locate(axis_[0], m);
-  const auto [j, un] = locate(axis_[1], n);
-  const auto [l, uk] = locate(axis_[2], k);
+  // Plain variables, not structured bindings: lambdas below capture them.
+  const std::pair<std::size_t, double> at_m = locate(axis_[0], m);
+  const std::pair<std::size_t, double> at_n = locate(axis_[1], n);
+  const std::pair<std::size_t, double> at_k = locate(axis_[2], k);
+  const std::size_t i = at_m.first, j = at_n.first, l = at_k.first;
+  const double um = at_m.second, un = at_n.second, uk = at_k.second;
   const auto at = [&](std::size_t di, std::size_t dj, std::size_t dl) {
     const std::size_t ii = std::min(i + di, axis_[0].size() - 1);
     const std::size_t jj = std::min(j + dj, axis_[1].size() - 1);

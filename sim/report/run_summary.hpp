@@ -104,6 +104,8 @@ struct RunSummary {
   std::string layout;  // "tp8 sp pp4 vpp5 dp32 cp1"
   std::string fidelity;
   std::string network_model;
+  std::string attention_backend;  // the kernel the run's attention used ("cudnn", "flash2", ...)
+  std::string cuda_graphs;        // what the framework captured ("none", "per_layer", ...)
   int simulated_ranks = 0;
   int critical_rank = 0;  // global rank whose step ends last
   int critical_stage = 0;

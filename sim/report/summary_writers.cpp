@@ -153,6 +153,8 @@ void write_summary_json(const RunSummary& s, std::ostream& out) {
       {"simulation",
        {{"fidelity", s.fidelity},
         {"network", s.network_model},
+        {"attention_backend", s.attention_backend},
+        {"cuda_graphs", s.cuda_graphs},
         {"simulated_ranks", s.simulated_ranks},
         {"critical_rank", s.critical_rank},
         {"critical_stage", s.critical_stage}}},
