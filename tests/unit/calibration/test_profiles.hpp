@@ -28,7 +28,7 @@ inline ClusterSpec dgx_h100() {
 inline nlohmann::json altered_h100_document() {
   nlohmann::json doc = h100_document();
   // GEMMs by best rate and size falloff (no measured tables), so that the best rate is what
-  // the data were drawn from; the falloff is the shipped profiles' former one (calculon's steps).
+  // the data were drawn from; the falloff is the A100 profile's (calculon's steps).
   doc["gpu"]["gemm"].erase("measured");
   doc["gpu"]["gemm"]["size_falloff"] = {{"flops", {1.25e8, 1e9, 1.6e10, 1.28e11}},
                                         {"relative", {0.1053, 0.6316, 0.9474, 1.0}}};
