@@ -24,13 +24,7 @@ json with_training(const std::string& key, const json& value) {
 Time first_attention(const json& doc) {
   json one = doc;
   one["model"]["layers"] = 1;
-  const StepProgram program = build(one);
-  const OpGraph& g = program.graphs[0];
-  for (OpIndex i = 0; i < g.size(); ++i) {
-    if (label_has(g, g.op(i), "attn fwd")) return g.op(i).duration;
-  }
-  FAIL("no attention op");
-  return Time::zero();
+  return first_duration(build(one).graphs[0], "attn fwd");
 }
 
 }  // namespace

@@ -24,13 +24,7 @@ json moe_config() {
 }
 
 Time fc1_forward(const json& doc) {
-  const StepProgram program = build(doc);
-  const OpGraph& g = program.graphs[0];
-  for (OpIndex i = 0; i < g.size(); ++i) {
-    if (label_has(g, g.op(i), "experts fc1 fwd")) return g.op(i).duration;
-  }
-  FAIL("no experts fc1 fwd op");
-  return Time::zero();
+  return first_duration(build(doc).graphs[0], "experts fc1 fwd");
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // step-builder tests.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -73,6 +75,16 @@ inline std::vector<OpIndex> select(const OpGraph& graph,
     if (keep(graph.op(i))) chosen.push_back(i);
   }
   return chosen;
+}
+
+// Duration of the first op (in program order) whose label contains `text`; fails the test when
+// there is none.
+inline Time first_duration(const OpGraph& graph, const std::string& text) {
+  for (OpIndex i = 0; i < graph.size(); ++i) {
+    if (label_has(graph, graph.op(i), text)) return graph.op(i).duration;
+  }
+  FAIL("no op labelled '" << text << "'");
+  return Time::zero();
 }
 
 inline const CommPayload& payload_of(const StepProgram& program, const Op& op) {
