@@ -180,6 +180,7 @@ ActivationSetting activation_setting(const TrainingSpec& t, std::int64_t tp, std
   s.recompute_moe = t.recomputes("moe");
   s.recompute_mla_up_proj = t.recomputes("mla_up_proj");
   s.flash_attention = t.flash_attention;
+  s.logits_kept_bytes = cross_entropy_kernels(t.cross_entropy_fusion).kept_bytes_per_logit;
   return s;
 }
 
@@ -213,7 +214,7 @@ double embedding_activation_bytes(const ModelSpec& m, const ActivationSetting& s
 
 double output_activation_bytes(const ModelSpec& m, const ActivationSetting& s) {
   const double norm = 4.0 * d(m.hidden) / replicated_divisor(s);
-  const double logits = 4.0 * d(padded_vocab(m.vocab, s.tp)) / d(s.tp);
+  const double logits = s.logits_kept_bytes * d(padded_vocab(m.vocab, s.tp)) / d(s.tp);
   return tokens(s) * (norm + logits);
 }
 

@@ -60,8 +60,9 @@ struct ActivationSetting {
   bool recompute_moe = false;             // selective: moe (MoE FFN keeps its input only)
   bool recompute_mla_up_proj = false;     // selective: mla_up_proj (Q, K, V not kept)
   bool flash_attention = true;
-  std::int64_t etp = 1;  // expert tensor parallelism (MoE layers)
-  std::int64_t ep = 1;   // expert parallelism (MoE layers)
+  double logits_kept_bytes = 4;  // per logit element the cross-entropy keeps (cross_entropy.hpp)
+  std::int64_t etp = 1;          // expert tensor parallelism (MoE layers)
+  std::int64_t ep = 1;           // expert parallelism (MoE layers)
 };
 
 ActivationSetting activation_setting(const TrainingSpec& training, std::int64_t tp, std::int64_t cp,
@@ -85,8 +86,9 @@ double layer_recompute_transient_bytes(const ModelSpec& model, const ActivationS
 double embedding_activation_bytes(const ModelSpec& model, const ActivationSetting& setting);
 
 // Last stage, per micro-batch: final-norm input and output (2 bytes per element, ÷t with SP)
-// and the fp32 logits the cross-entropy keeps (4 bytes per element of s·b·V/t), as in
-// Megatron's estimator (megatron_formulas.md §3, Formula A).
+// and the logits the cross-entropy keeps per element of s·b·V/t: the fp32 softmax (4 bytes, as
+// in Megatron's estimator, megatron_formulas.md §3, Formula A) or, with Transformer Engine's
+// fused cross-entropy, the bf16 logits (2).
 double output_activation_bytes(const ModelSpec& model, const ActivationSetting& setting);
 
 }  // namespace wallsim::models

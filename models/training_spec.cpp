@@ -129,6 +129,8 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
   t.cuda_graphs = graphs == "per_layer"        ? CudaGraphs::kPerLayer
                   : graphs == "full_iteration" ? CudaGraphs::kFullIteration
                                                : CudaGraphs::kNone;
+  t.cross_entropy_fusion = *cross_entropy_fusion_from_name(
+      object.choice_or("cross_entropy_fusion", "none", cross_entropy_fusion_names()));
   if (auto overlap = object.find("overlap")) t.overlap = parse_overlap(*overlap);
   if (auto allowances = object.find("memory_allowances")) {
     t.memory_allowances = parse_allowances(*allowances);

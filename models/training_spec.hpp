@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "models/attention_backend.hpp"
+#include "models/cross_entropy.hpp"
 #include "models/pipeline_schedule.hpp"
 #include "sim/hw/dtype.hpp"
 
@@ -73,6 +74,7 @@ struct TrainingSpec {
   std::optional<AttentionBackend> attention_backend;
   bool flash_attention = true;  // false (unfused): the s² attention scores are stored (Korthikanti)
   CudaGraphs cuda_graphs = CudaGraphs::kNone;
+  CrossEntropyFusion cross_entropy_fusion = CrossEntropyFusion::kNone;  // models/cross_entropy.hpp
   OverlapSpec overlap;
   MemoryAllowances memory_allowances;
 

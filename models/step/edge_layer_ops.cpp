@@ -6,15 +6,6 @@
 #include "models/step/layer_ops.hpp"
 
 namespace wallsim::models {
-namespace {
-
-// Megatron's vocab-parallel cross-entropy all-reduces, per token, the logit maximum, the
-// target logit and the sum of exponentials over TP: three passes, three fp32 all-reduces.
-constexpr int kCrossEntropyPasses = 3;
-constexpr double kFp32Bytes = 4.0;
-
-}  // namespace
-
 GemmShape LayerOps::output_shape() const {
   return {dims_.tokens(), dims_.vocab / dims_.tp, dims_.hidden};
 }
@@ -33,9 +24,12 @@ OpIndex LayerOps::embedding_forward(std::int64_t microbatch, const Deps& deps) {
                           tp_.group, OpCategory::kTp, Streams::kTp, {lookup});
 }
 
-// The gradient rows are scatter-added into the table: read dy, read and write the rows.
-// With SP the sequence-sharded gradient is gathered first (the conjugate of the forward
-// reduce-scatter).
+// The gradient rows are scatter-added into the table: read dy, read and write the rows. The
+// table's gradient is dense (PyTorch's embedding_dense_backward zero-fills one of the whole
+// shard, 2 bytes per element) and, as the embedding is no fused-accumulation linear, Megatron's
+// data-parallel hook adds it into the main gradient (param.main_grad.add_(param.grad): read the
+// main gradient and the bf16 gradient, write the main gradient). With SP the sequence-sharded
+// gradient is gathered first (the conjugate of the forward reduce-scatter).
 OpIndex LayerOps::embedding_backward(std::int64_t microbatch, std::vector<GradReady>& grads) {
   tag(microbatch, std::nullopt, "embedding");
   Deps deps;
@@ -47,7 +41,11 @@ OpIndex LayerOps::embedding_backward(std::int64_t microbatch, std::vector<GradRe
                                     Streams::kTp, producer));
   }
   emit_.free_on_next(memory_.embedding_bytes);
-  const OpIndex update = emit_.memory_bound("bwd", 6.0 * dims_.hidden_elements(), deps);
+  const double table = static_cast<double>(output_shape().n * output_shape().k);
+  emit_.memory_bound("grad zero", 2.0 * table, deps);
+  emit_.memory_bound("bwd", 6.0 * dims_.hidden_elements());
+  const OpIndex update =
+      emit_.memory_bound("main grad add", (2.0 * dims_.main_grad_bytes + 2.0) * table);
   grads.push_back({static_cast<double>(output_shape().n * output_shape().k), update});
   return update;
 }
@@ -56,26 +54,48 @@ OpIndex LayerOps::output_forward(std::int64_t microbatch, const Deps& deps) {
   tag(microbatch, std::nullopt, "output");
   emit_.allocate_on_next(memory_.output_bytes);
   emit_.memory_bound("final norm fwd", norm_forward_bytes(), deps);
-  OpIndex last = output_linear_.column_forward("linear", output_shape());
+  const OpIndex logits = output_linear_.column_forward("linear", output_shape());
+  return cross_entropy_forward(logits);
+}
+
+// The passes of models/cross_entropy.hpp over this rank's logits, each followed by its
+// per-token TP collectives.
+OpIndex LayerOps::cross_entropy_forward(OpIndex logits_ready) {
   const double logits = static_cast<double>(output_shape().m * output_shape().n);
-  for (int pass = 1; pass <= kCrossEntropyPasses; ++pass) {
-    const std::string name = "cross-entropy " + std::to_string(pass);
-    last = emit_.memory_bound(name, kFp32Bytes * logits, {last});
-    if (tp_.active) {
-      last = emit_.collective(name + " ar", CollectiveOp::kAllReduce,
-                              kFp32Bytes * static_cast<double>(dims_.tokens()), tp_.group,
-                              OpCategory::kTp, Streams::kTp, {last});
+  const double tokens = static_cast<double>(dims_.tokens());
+  OpIndex last = logits_ready;
+  for (const LogitPass& pass : cross_entropy_kernels(dims_.cross_entropy).forward) {
+    const std::string name = "cross-entropy " + std::string(pass.name);
+    last = emit_.memory_bound(name, pass.bytes_per_logit * logits, {last});
+    if (!tp_.active || pass.then == LogitCollective::kNone) continue;
+    for (int i = 0; i < pass.collectives; ++i) {
+      if (pass.then == LogitCollective::kAllGather) {
+        last = emit_.collective(name + " ag", CollectiveOp::kAllGather,
+                                pass.bytes_per_token * tokens * static_cast<double>(dims_.tp),
+                                tp_.group, OpCategory::kTp, Streams::kTp, {last});
+      } else {
+        last =
+            emit_.collective(name + " ar", CollectiveOp::kAllReduce, pass.bytes_per_token * tokens,
+                             tp_.group, OpCategory::kTp, Streams::kTp, {last});
+      }
     }
   }
   return last;
 }
 
-// The loss gradient reads the fp32 softmax and writes the bf16 logit gradient.
+void LayerOps::cross_entropy_backward(const Deps& deps) {
+  const double logits = static_cast<double>(output_shape().m * output_shape().n);
+  Deps after = deps;
+  for (const LogitPass& pass : cross_entropy_kernels(dims_.cross_entropy).backward) {
+    after = {emit_.memory_bound("cross-entropy " + std::string(pass.name) + " bwd",
+                                pass.bytes_per_logit * logits, after)};
+  }
+}
+
 OpIndex LayerOps::output_backward(std::int64_t microbatch, const Deps& deps,
                                   std::vector<GradReady>& grads) {
   tag(microbatch, std::nullopt, "output");
-  const double logits = static_cast<double>(output_shape().m * output_shape().n);
-  emit_.memory_bound("cross-entropy bwd", (kFp32Bytes + 2.0) * logits, deps);
+  cross_entropy_backward(deps);
   const LinearBackward linear = output_linear_.column_backward("linear", output_shape());
   emit_.free_on_next(memory_.output_bytes);
   const OpIndex norm =
@@ -115,10 +135,7 @@ OpIndex LayerOps::mtp_forward(std::int64_t microbatch, const Deps& deps) {
     last = forward(microbatch, dims_.layers + m, {});
     tag(microbatch, std::nullopt, "mtp" + std::to_string(m));
     emit_.memory_bound("final norm fwd", norm_forward_bytes());
-    output_linear_.column_forward("linear", output_shape());
-    const double logits =
-        static_cast<double>(dims_.tokens()) * static_cast<double>(output_shape().n);
-    last = emit_.memory_bound("cross-entropy fwd", 2.0 * kFp32Bytes * logits);
+    last = cross_entropy_forward(output_linear_.column_forward("linear", output_shape()));
     input = {last};
   }
   return last;
@@ -129,9 +146,7 @@ OpIndex LayerOps::mtp_backward(std::int64_t microbatch, const Deps& deps,
   Deps input = deps;
   for (std::int64_t m = dims_.mtp_layers; m-- > 0;) {
     tag(microbatch, std::nullopt, "mtp" + std::to_string(m));
-    const double logits =
-        static_cast<double>(dims_.tokens()) * static_cast<double>(output_shape().n);
-    emit_.memory_bound("cross-entropy bwd", (kFp32Bytes + 2.0) * logits, input);
+    cross_entropy_backward(input);
     // Its output-head gradient adds to the shared output weights' (counted with them).
     const LinearBackward head = output_linear_.column_backward("linear", output_shape());
     emit_.memory_bound("final norm bwd", norm_backward_bytes(), {head.grad_input});

@@ -89,6 +89,9 @@ class LayerOps {
   std::vector<ParamUnit> mtp_units() const;  // in backward order
 
  private:
+  // The cross-entropy's kernels and TP collectives after the logits (models/cross_entropy.hpp).
+  OpIndex cross_entropy_forward(OpIndex logits_ready);
+  void cross_entropy_backward(const Deps& deps);
   OpIndex forward_ops(std::int64_t layer, const Deps& deps);
   OpIndex attention_block_forward(const Deps& deps);
   // MTP layers (index ≥ L) are typed like the last decoder layer.

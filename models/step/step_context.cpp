@@ -45,6 +45,8 @@ LayerDims layer_dims(const RunConfig& config) {
   d.dropout = m.hidden_dropout > 0;
   d.attention_dropout = m.attention_dropout > 0;
   d.flash_attention = config.training.flash_attention;
+  d.cross_entropy = config.training.cross_entropy_fusion;
+  d.main_grad_bytes = dtype_bytes(config.training.grad_reduce_dtype);
   d.mla = m.mla;
   d.layers = m.layers;
   d.mtp_layers = m.mtp_layers;

@@ -34,6 +34,8 @@ struct LayerDims {
   std::optional<MlaSpec> mla;  // multi-head latent attention instead of Q, K, V projections
   std::int64_t layers = 0;     // decoder layers L; MTP layers are indexed L, L + 1, ...
   std::int64_t mtp_layers = 0;
+  CrossEntropyFusion cross_entropy = CrossEntropyFusion::kNone;
+  double main_grad_bytes = 4;   // per parameter of the gradient buffer (training.grad_reduce_dtype)
   bool flash_attention = true;  // false: Megatron's unfused core attention (two batched GEMMs,
                                 // a fused scale-mask-softmax and dropout over the s² scores)
 

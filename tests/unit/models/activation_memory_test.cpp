@@ -119,6 +119,16 @@ TEST_CASE("the output layer keeps fp32 logits over the padded vocabulary",
         Approx(8 * s * b + sbh / t));
 }
 
+TEST_CASE("with Transformer Engine's fused cross-entropy the output layer keeps bf16 logits",
+          "[models][activations]") {
+  // The Triton kernels keep the bf16 logits (2 bytes) instead of the fp32 softmax (4):
+  // 4·s·b·h/t for the norm plus 2·s·b·V/t.
+  const double V = 51200;
+  ActivationSetting x = setting(8, true, Recompute::none);
+  x.logits_kept_bytes = cross_entropy_kernels(CrossEntropyFusion::kTe).kept_bytes_per_logit;
+  CHECK(output_activation_bytes(kGpt3, x) == Approx((4 * sbh + 2 * sbh * V / h) / t));
+}
+
 namespace {
 
 ActivationSetting flash_setting(std::int64_t seq_len, std::int64_t tp, bool sp) {
