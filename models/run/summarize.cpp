@@ -6,6 +6,7 @@
 #include "models/memory.hpp"
 #include "models/step/attention_backend_choice.hpp"
 #include "sim/hw/dtype.hpp"
+#include "sim/report/kernel_families.hpp"
 #include "sim/report/op_category.hpp"
 #include "sim/report/time_attribution.hpp"
 #include "sim/report/walls.hpp"
@@ -65,6 +66,16 @@ ComputeExcess compute_excess(const OpGraph& graph, const RankTrace& trace, doubl
     excess.seconds[static_cast<std::size_t>(info.slot)] = seconds[c] - flops[c] / peak;
   }
   return excess;
+}
+
+// GEMMs run in the training precision, fused attention in bf16 (sim/hw/gpu_model.hpp);
+// memory-bound kinds are measured against the HBM bandwidth only.
+KernelRates kernel_rates(const GpuProfile& gpu, Dtype precision) {
+  KernelRates rates;
+  rates.peak_flops[category_slot(OpCategory::kGemm)] = gpu.peak_flops(precision);
+  rates.peak_flops[category_slot(OpCategory::kAttention)] = gpu.peak_flops(Dtype::kBf16);
+  rates.hbm_bandwidth_Bps = gpu.hbm_bandwidth_Bps;
+  return rates;
 }
 
 std::vector<StageMemorySummary> stage_memory(const MemoryReport& report, const StepProgram& program,
@@ -156,6 +167,8 @@ RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepP
     s.time.compute_by_kind_s[kind] = by_category[category];
     s.time.ideal_by_kind_s[kind] = by_category[category] - excess.seconds[kind];
   }
+  s.kernel_rates = kernel_rates(gpu, config.training.precision);
+  s.kernel_families = kernel_families(graph, trace, Streams::kCompute, s.kernel_rates);
   const auto worst = std::max_element(s.per_stage.begin(), s.per_stage.end(),
                                       [](const auto& a, const auto& b) { return a.peak < b.peak; });
   s.walls = compute_walls(s.time, excess, *worst, s.hbm_bytes, s.fits_in_memory);

@@ -13,7 +13,38 @@ double elements(std::int64_t rows, std::int64_t cols, std::int64_t batch) {
   return static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(batch);
 }
 
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+bool is_number(std::string_view word) {
+  return !word.empty() && std::all_of(word.begin(), word.end(), is_digit);
+}
+
+void append_word(std::string& text, std::string_view word) {
+  if (word.empty()) return;
+  if (!text.empty()) text += ' ';
+  text.append(word);
+}
+
 }  // namespace
+
+std::string kernel_family(const OpTag& tag, std::string_view name) {
+  std::string family;
+  if (!tag.layer) {
+    std::string_view prefix = tag.prefix;
+    while (!prefix.empty() && is_digit(prefix.back())) prefix.remove_suffix(1);
+    append_word(family, prefix);
+  }
+  while (!name.empty()) {
+    const std::size_t space = name.find(' ');
+    const std::string_view word = name.substr(0, space);
+    if (!is_number(word)) append_word(family, word);
+    name.remove_prefix(space == std::string_view::npos ? name.size() : space + 1);
+  }
+  if (tag.recompute) family += " (recompute)";
+  return family;
+}
 
 std::uint32_t PayloadTable::index(CollectiveOp op, double bytes) {
   const auto [it, added] =
@@ -40,7 +71,9 @@ OpIndex OpEmitter::add(Op op, std::string_view name, const Deps& deps) {
   if (!tag_.prefix.empty()) label_.append(tag_.prefix).append(" ");
   label_.append(name);
   if (tag_.recompute) label_.append(" (recompute)");
-  op.label = graph_.intern_label(label_);
+  // The family is worked out once per distinct label, not per op.
+  const auto known = graph_.find_label(label_);
+  op.label = known ? *known : graph_.intern_label(label_, kernel_family(tag_, name));
   assign_host_cost(op);
   unique_deps_.assign(deps.begin(), deps.end());
   std::sort(unique_deps_.begin(), unique_deps_.end());
@@ -74,11 +107,12 @@ bool OpEmitter::captured(OpCategory category) const {
 }
 
 OpIndex OpEmitter::add_compute(std::string_view name, OpCategory category, KernelTime time,
-                               double flops, const Deps& deps) {
+                               double flops, double bytes, const Deps& deps) {
   Op op = tagged(OpKind::kCompute, category, Streams::kCompute);
   op.duration = time.alone;
   op.duration_contended = time.contended;
   op.flops = flops;
+  op.bytes = static_cast<float>(bytes);
   op.alloc_bytes = pending_alloc_bytes_;
   op.free_bytes = pending_free_bytes_;
   pending_alloc_bytes_ = pending_free_bytes_ = 0;
@@ -99,7 +133,7 @@ OpIndex OpEmitter::gemm(std::string_view name, const GemmShape& shape, const Dep
     gemm_deps.clear();
   }
   return add_compute(name, OpCategory::kGemm, timer_.gemm(shape, gemm_dtype_), gemm_flops(shape),
-                     gemm_deps);
+                     0.0, gemm_deps);
 }
 
 OpIndex OpEmitter::grouped_gemm(std::string_view name, const GroupedGemmShape& shape,
@@ -119,7 +153,7 @@ OpIndex OpEmitter::grouped_gemm(std::string_view name, const GroupedGemmShape& s
   // Without a grouped kernel each problem is its own launch, and the host issues each.
   if (!one_kernel) next_kernels_ = static_cast<int>(shape.problems.size());
   return add_compute(name, OpCategory::kGemm, timer_.grouped_gemm(shape, gemm_dtype_, one_kernel),
-                     grouped_gemm_flops(shape), gemm_deps);
+                     grouped_gemm_flops(shape), 0.0, gemm_deps);
 }
 
 OpIndex OpEmitter::gemm_piece(std::string_view name, const GemmShape& whole, std::int64_t rows,
@@ -140,7 +174,7 @@ OpIndex OpEmitter::gemm_piece(std::string_view name, const GemmShape& whole, std
   const double share = static_cast<double>(rows) / static_cast<double>(whole.m);
   const KernelTime time{Time::from_seconds(full.alone.seconds() * share),
                         Time::from_seconds(full.contended.seconds() * share)};
-  return add_compute(name, OpCategory::kGemm, time, gemm_flops(piece), gemm_deps);
+  return add_compute(name, OpCategory::kGemm, time, gemm_flops(piece), 0.0, gemm_deps);
 }
 
 OpIndex OpEmitter::attention(std::string_view name, const std::vector<AttentionShape>& shapes,
@@ -153,12 +187,12 @@ OpIndex OpEmitter::attention(std::string_view name, const std::vector<AttentionS
     total.contended += time.contended;
     flops += backward ? attention_backward_flops(shape) : attention_forward_flops(shape);
   }
-  return add_compute(name, OpCategory::kAttention, total, flops, deps);
+  return add_compute(name, OpCategory::kAttention, total, flops, 0.0, deps);
 }
 
 OpIndex OpEmitter::memory_bound(std::string_view name, double bytes, const Deps& deps,
                                 OpCategory category) {
-  return add_compute(name, category, timer_.memory_bound(bytes), 0.0, deps);
+  return add_compute(name, category, timer_.memory_bound(bytes), 0.0, bytes, deps);
 }
 
 OpIndex OpEmitter::memory_bound_kernels(std::string_view name, double bytes, int kernels,
@@ -169,7 +203,7 @@ OpIndex OpEmitter::memory_bound_kernels(std::string_view name, double bytes, int
   time.alone = time.alone + gaps;
   time.contended = time.contended + gaps;
   next_kernels_ = kernels;
-  return add_compute(name, OpCategory::kElementwise, time, 0.0, deps);
+  return add_compute(name, OpCategory::kElementwise, time, 0.0, bytes, deps);
 }
 
 OpIndex OpEmitter::collective(std::string_view name, CollectiveOp op_kind, double bytes,

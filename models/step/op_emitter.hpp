@@ -40,9 +40,18 @@ class PayloadTable {
 struct OpTag {
   std::optional<std::int32_t> microbatch;
   std::optional<std::int32_t> layer;
-  std::string prefix;      // "L12", "embedding", "output", "optimizer"
+  std::string prefix;      // "L12" (with `layer`), "embedding", "output", "mtp0", "optimizer"
   bool recompute = false;  // a forward re-run for the backward: label gets " (recompute)"
 };
+
+// The kernel family of an op named `name` under `tag` (OpGraph::label_family): its label
+// without the numbering that tells instances of one kernel apart. A layer's prefix goes whole
+// ("L12 fc1 fwd" -> "fc1 fwd": every layer runs the same kernels), other prefixes lose their
+// trailing number ("mtp0 projection fwd" -> "mtp projection fwd"), and so does every word of
+// the name that is a number: a GEMM's TP-overlap pieces, CP ring steps and cross-entropy
+// passes ("fc2 fwd 3 cast a" -> "fc2 fwd cast a"). Micro-batches are never in a label.
+// " (recompute)" stays, so the cost of recomputation shows as families of its own.
+std::string kernel_family(const OpTag& tag, std::string_view name);
 
 // How the host issues what is emitted: its costs (the profile's `host` section) and what the
 // framework captures in CUDA graphs.
@@ -121,8 +130,9 @@ class OpEmitter {
   OpGraph& graph() { return graph_; }
 
  private:
+  // `bytes`: what a memory-bound kernel streams (Op::bytes), 0 for GEMMs and attention.
   OpIndex add_compute(std::string_view name, OpCategory category, KernelTime time, double flops,
-                      const Deps& deps);
+                      double bytes, const Deps& deps);
   OpIndex add(Op op, std::string_view name, const Deps& deps);
   Op tagged(OpKind kind, OpCategory category, StreamIndex stream) const;
   void assign_host_cost(Op& op);

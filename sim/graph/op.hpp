@@ -56,6 +56,15 @@ struct Op {
   // reads).
   Time host_cost;
   bool host_sync = false;
+
+  // Compute ops: bytes a memory-bound kernel streams through HBM (reads plus writes), for
+  // reports; 0 for GEMMs and attention, which are counted by `flops`. A float, so that it
+  // sits in the padding after host_sync.
+  float bytes = 0;
 };
+
+// A step holds millions of ops (an MoE sweep point several graphs of them at once): a field
+// that makes Op larger costs every sweep its memory. 104 bytes on LP64 targets.
+static_assert(sizeof(Op) <= 104, "Op grew: pack a new field into existing padding");
 
 }  // namespace wallsim

@@ -29,6 +29,7 @@ struct OpGraph::Body {
   std::vector<std::pair<OpIndex, OpIndex>> edges;  // (before, after) in the order added
   std::deque<std::string> labels;  // a deque: the names do not move, so views into them last
   std::unordered_map<std::string_view, std::uint32_t> label_index;  // name -> index in labels
+  std::vector<std::uint32_t> label_families;                        // per label: its family
   int stream_count = 0;
 
   // Derived on first use after a change (see `index`).
@@ -235,17 +236,33 @@ int OpGraph::stream_count() const {
 }
 
 std::uint32_t OpGraph::intern_label(std::string_view name) {
-  const auto found = body_->label_index.find(name);
-  if (found != body_->label_index.end()) return found->second;
+  return intern_label(name, name);
+}
+
+std::uint32_t OpGraph::intern_label(std::string_view name, std::string_view family) {
+  if (const auto found = find_label(name)) return *found;
+  const std::optional<std::uint32_t> family_index =
+      family == name ? std::nullopt : std::optional(intern_label(family));
   Body& body = mutable_body("intern_label");
   const auto index = static_cast<std::uint32_t>(body.labels.size());
   body.labels.emplace_back(name);
   body.label_index.emplace(std::string_view(body.labels.back()), index);
+  body.label_families.push_back(family_index.value_or(index));
   return index;
+}
+
+std::optional<std::uint32_t> OpGraph::find_label(std::string_view name) const {
+  const auto found = body_->label_index.find(name);
+  if (found == body_->label_index.end()) return std::nullopt;
+  return found->second;
 }
 
 const std::string& OpGraph::label(std::uint32_t index) const {
   return body_->labels[index];
+}
+
+std::uint32_t OpGraph::label_family(std::uint32_t index) const {
+  return body_->label_families[index];
 }
 
 std::size_t OpGraph::label_count() const {

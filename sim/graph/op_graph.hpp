@@ -21,6 +21,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -93,9 +94,15 @@ class OpGraph {
   std::span<const OpIndex> stream_ops(StreamIndex stream) const;
   int stream_count() const;
 
-  // Interned op names.
+  // Interned op names. Each name has a kernel family, itself an interned name: what reports
+  // group the op's kernel under wherever it runs ("fc1 fwd" for "L12 fc1 fwd"); the builder
+  // decides it (models/step/op_emitter.hpp), and a name interned without one is its own family.
+  // Interning a known name returns it and keeps the family it was first given.
   std::uint32_t intern_label(std::string_view name);
+  std::uint32_t intern_label(std::string_view name, std::string_view family);
+  std::optional<std::uint32_t> find_label(std::string_view name) const;
   const std::string& label(std::uint32_t index) const;
+  std::uint32_t label_family(std::uint32_t index) const;
   std::size_t label_count() const;
 
   // Bytes held for the whole step before any op runs (weights, gradients, optimizer state).

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,31 @@ struct TimeSplit {
   // the same kinds' model FLOPs at the dense peak (ideal_by_kind / compute_by_kind = efficiency)
   std::array<double, kComputeKindCount> ideal_by_kind_s{};
   double exposed_comm_total() const;
+};
+
+// What achieved kernel rates are measured against (KernelFamily's fractions).
+struct KernelRates {
+  // Dense peak FLOP/s of the precision each compute kind runs in (GEMMs the training
+  // precision's, attention bf16's); 0 for kinds without model FLOPs.
+  std::array<double, kComputeKindCount> peak_flops{};
+  double hbm_bandwidth_Bps = 0;  // the profile's HBM bandwidth (vendor peak)
+};
+
+// One kernel family on the critical rank's compute stream (an op label without its layer and
+// other numbering, OpGraph::label_family), with what its ops achieved.
+struct KernelFamily {
+  std::string family;  // "fc1 fwd", "experts fc1 fwd cast a", "qkv fwd (recompute)"
+  std::string kind;    // its compute kind: "gemm", "attention", "elementwise", "optimizer"
+  std::int64_t ops = 0;
+  double time_s = 0;         // busy on the compute stream, as replayed (SM contention included)
+  double share = 0;          // time_s over the rank's compute time (TimeSplit::compute_s)
+  double host_wait_s = 0;    // the stream idle, each op's dependencies done but the op not issued
+  double flops = 0;          // model FLOPs (Op::flops)
+  double tflops_per_s = 0;   // flops / time_s / 1e12; 0 without FLOPs
+  double peak_fraction = 0;  // flops / time_s over the kind's dense peak; 0 without a peak
+  double bytes = 0;          // streamed through HBM by memory-bound kernels (Op::bytes)
+  double GBps = 0;           // bytes / time_s / 1e9; 0 without bytes
+  double hbm_fraction = 0;   // bytes / time_s over the HBM bandwidth
 };
 
 struct Wall {
@@ -131,6 +157,8 @@ struct RunSummary {
   std::vector<LinkUsage> busiest_links;          // by busy time, at most 10
   std::vector<Sensitivity> sensitivities;        // empty unless asked for
   std::vector<FitCandidate> fit_suggestions;     // empty when the layout fits
+  KernelRates kernel_rates;
+  std::vector<KernelFamily> kernel_families;  // every family, by time descending, ties by name
   std::vector<std::string> notes;
 };
 

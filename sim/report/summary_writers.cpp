@@ -1,5 +1,6 @@
 #include "sim/report/summary_writers.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 #include <string>
@@ -47,6 +48,33 @@ json time_json(const TimeSplit& time) {
           {"bubble_s", time.bubble_s},
           {"host_s", time.host_s},
           {"other_s", time.other_s}};
+}
+
+json compute_json(const RunSummary& s) {
+  json peaks = json::object();
+  for (const OpCategoryInfo& info : kOpCategories) {
+    if (!info.communication) {
+      peaks[info.name] = s.kernel_rates.peak_flops[static_cast<std::size_t>(info.slot)];
+    }
+  }
+  json families = json::array();
+  for (const KernelFamily& f : s.kernel_families) {
+    families.push_back({{"family", f.family},
+                        {"kind", f.kind},
+                        {"ops", f.ops},
+                        {"time_s", f.time_s},
+                        {"share", f.share},
+                        {"host_wait_s", f.host_wait_s},
+                        {"flops", f.flops},
+                        {"tflops_per_s", f.tflops_per_s},
+                        {"peak_fraction", f.peak_fraction},
+                        {"bytes", f.bytes},
+                        {"GBps", f.GBps},
+                        {"hbm_fraction", f.hbm_fraction}});
+  }
+  return {{"peak_flops_by_kind", peaks},
+          {"hbm_bandwidth_Bps", s.kernel_rates.hbm_bandwidth_Bps},
+          {"kernel_families", families}};
 }
 
 json walls_json(const Walls& walls) {
@@ -121,6 +149,31 @@ std::string line(const char* format, double a, double b = 0) {
   return buffer;
 }
 
+// Families the console lists under the compute line; summary.json has them all.
+constexpr std::size_t kConsoleKernelFamilies = 5;
+
+// "fc1 fwd   1.234 s   16.2%  host  0.010 s     612.0 TFLOP/s   62% of peak"
+std::string family_line(const KernelFamily& f) {
+  char buffer[200];
+  std::snprintf(buffer, sizeof buffer, "        %-30s %7.3f s %6.1f%%  host %6.3f s",
+                f.family.c_str(), f.time_s, 100 * f.share, f.host_wait_s);
+  std::string text = buffer;
+  if (f.flops > 0) {
+    text += line("  %8.1f TFLOP/s %4.0f%% of peak", f.tflops_per_s, 100 * f.peak_fraction);
+  } else if (f.bytes > 0) {
+    text += line("  %8.0f GB/s    %4.0f%% of HBM", f.GBps, 100 * f.hbm_fraction);
+  }
+  return text + "\n";
+}
+
+void write_kernel_families_text(const RunSummary& s, std::ostream& out) {
+  if (s.kernel_families.empty()) return;
+  const std::size_t shown = std::min(kConsoleKernelFamilies, s.kernel_families.size());
+  out << "      kernel families, top " << shown << " of " << s.kernel_families.size()
+      << " (time, share of compute, host wait before issue, achieved):\n";
+  for (std::size_t i = 0; i < shown; ++i) out << family_line(s.kernel_families[i]);
+}
+
 void write_what_if_text(const RunSummary& s, std::ostream& out) {
   if (!s.sensitivities.empty()) out << "  sensitivities (re-simulated step time):\n";
   for (const auto& x : s.sensitivities) {
@@ -172,6 +225,7 @@ void write_summary_json(const RunSummary& s, std::ostream& out) {
       {"fits_in_memory", s.fits_in_memory},
       {"time", time_json(s.time)},
       {"walls", walls_json(s.walls)},
+      {"compute", compute_json(s)},
       {"communication", communication_json(s)},
       {"notes", s.notes}};
   document.update(what_if_json(s));
@@ -201,6 +255,7 @@ void write_summary_text(const RunSummary& s, std::ostream& out) {
               t.compute_by_kind_s[1])
       << line(", elementwise %.3f s, optimizer %.3f s)\n", t.compute_by_kind_s[2],
               t.compute_by_kind_s[3]);
+  write_kernel_families_text(s, out);
   for (int g = 0; g < kCommGroupCount; ++g) {
     if (t.exposed_comm_s[g] <= 0) continue;
     out << "    exposed " << category_name(category_at_slot(true, g))

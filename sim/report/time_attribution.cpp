@@ -67,11 +67,8 @@ double TimeSplit::exposed_comm_total() const {
   return total;
 }
 
-TimeSplit attribute_time(const OpGraph& graph, const RankTrace& trace, StreamIndex compute_stream,
-                         Time step_end, double ideal_s) {
-  TimeSplit split;
-  split.step_s = step_end.seconds();
-  split.ideal_s = ideal_s;
+void for_each_compute_op(const OpGraph& graph, const RankTrace& trace, StreamIndex compute_stream,
+                         const std::function<void(const ComputeOpWait&)>& visit) {
   Time cursor = Time::zero();
   Time stream_free = Time::zero();  // end of the previous op of any kind on the stream
   for (const OpIndex i : graph.stream_ops(compute_stream)) {
@@ -79,24 +76,40 @@ TimeSplit attribute_time(const OpGraph& graph, const RankTrace& trace, StreamInd
     const Time previous_end = stream_free;
     stream_free = record.end;
     if (graph.shared_op(i).kind != OpKind::kCompute) continue;
+    Time issued_from = record.start;
     if (record.start > cursor) {
       // What the op waited for besides the host; the rest of the gap it waited to be issued.
       Time unblocked = previous_end;
       for (const OpIndex dependency : graph.dependency_span(i)) {
         unblocked = max(unblocked, trace.ops[dependency].end);
       }
-      const Time issued_from = max(cursor, min(unblocked, record.start));
-      split.host_s += (record.start - issued_from).seconds();
-      const auto cause = binding_dependency(graph, trace, i, cursor);
+      issued_from = max(cursor, min(unblocked, record.start));
+    }
+    visit(ComputeOpWait{i, cursor, issued_from});
+    cursor = max(cursor, record.end);
+  }
+}
+
+TimeSplit attribute_time(const OpGraph& graph, const RankTrace& trace, StreamIndex compute_stream,
+                         Time step_end, double ideal_s) {
+  TimeSplit split;
+  split.step_s = step_end.seconds();
+  split.ideal_s = ideal_s;
+  Time cursor = Time::zero();
+  for_each_compute_op(graph, trace, compute_stream, [&](const ComputeOpWait& wait) {
+    const OpRecord& record = trace.ops[wait.op];
+    if (record.start > wait.idle_from) {
+      split.host_s += (record.start - wait.issued_from).seconds();
+      const auto cause = binding_dependency(graph, trace, wait.op, wait.idle_from);
       if (cause) {
-        charge(split, graph.op(*cause), trace.ops[*cause], Gap{cursor, issued_from});
+        charge(split, graph.op(*cause), trace.ops[*cause], Gap{wait.idle_from, wait.issued_from});
       } else {
-        split.other_s += (issued_from - cursor).seconds();
+        split.other_s += (wait.issued_from - wait.idle_from).seconds();
       }
     }
     split.compute_s += (record.end - record.start).seconds();
     cursor = max(cursor, record.end);
-  }
+  });
   if (step_end > cursor && !trace.ops.empty()) {
     const OpIndex last = last_ending_op(trace);
     const Time last_end = min(trace.ops[last].end, step_end);

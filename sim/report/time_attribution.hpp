@@ -14,11 +14,28 @@
 // rank by the same rule.
 #pragma once
 
+#include <functional>
+
 #include "sim/graph/op_graph.hpp"
 #include "sim/graph/replay.hpp"
 #include "sim/report/run_summary.hpp"
 
 namespace wallsim {
+
+// One compute op of the compute stream as the attribution sees it. The stream sat idle from
+// `idle_from` (the previous compute op's end) to the op's start: until `issued_from` waiting
+// for the stream and the op's dependencies, from there on for the host to issue the op
+// (`issued_from` equals the start when the host was not late).
+struct ComputeOpWait {
+  OpIndex op = 0;
+  Time idle_from;
+  Time issued_from;
+};
+
+// Calls `visit` for each compute op of `compute_stream`, in stream order; attribute_time and
+// the kernel families both read the stream through it, so they agree on the host's share.
+void for_each_compute_op(const OpGraph& graph, const RankTrace& trace, StreamIndex compute_stream,
+                         const std::function<void(const ComputeOpWait&)>& visit);
 
 // `step_end` is the end of the whole step (every rank); `compute_stream` the stream whose
 // gaps are attributed; `ideal_s` the rank's model FLOPs at the dense peak.

@@ -27,7 +27,7 @@ mfu=$(awk -v m="$(number mfu)" 'BEGIN { printf "%.1f%%", 100 * m }')
 tokens=$(awk -v t="$(number tokens_per_s_per_gpu)" 'BEGIN { printf "%.1f", t }')
 for expected in "$step" "$mfu" "$tokens" 'id="wall-memory"' 'id="wall-communication"' \
                 'id="wall-compute"' '<canvas id="timeline"' 'id="memory-chart"' '<svg' \
-                'id="sensitivities"' 'id="links"'; do
+                'id="kernel-families"' 'id="sensitivities"' 'id="links"'; do
   grep -qF -- "$expected" "$out/dom.html" || fail "'$expected' is not in the rendered page"
 done
 [ -s "$shot" ] || fail "no screenshot at $shot"

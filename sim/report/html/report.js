@@ -152,6 +152,21 @@ function computeWall() {
     table(["kernel", { label: "time", num: true }, { label: "at peak", num: true }, "efficiency"], rows));
 }
 
+// The critical rank's kernel families by time (summary.json compute.kernel_families).
+const KERNEL_ROWS = 20;
+function kernelFamilies() {
+  const families = (S.compute && S.compute.kernel_families) || [];
+  if (!families.length) return section("Kernel families", el("p", { class: "sub", text: "Not in this summary." }));
+  const achieved = (f) => f.flops > 0 ? el("span", {}, meter(f.peak_fraction), `${f.tflops_per_s.toFixed(1)} TFLOP/s, ${fmtPct(f.peak_fraction, 0)} of peak`)
+    : f.bytes > 0 ? el("span", {}, meter(f.hbm_fraction), `${f.GBps.toFixed(0)} GB/s, ${fmtPct(f.hbm_fraction, 0)} of HBM`) : "—";
+  const rows = families.slice(0, KERNEL_ROWS).map((f) => [f.family, f.kind, String(f.ops), fmtS(f.time_s), fmtPct(f.share), achieved(f), f.host_wait_s > 0 ? fmtS(f.host_wait_s) : "—"]);
+  const more = families.length - rows.length;
+  return section(`Kernel families on the critical rank (rank ${S.simulation.critical_rank})`, el("div", { class: "panel", id: "kernel-families" },
+    el("p", { class: "sub", text: "Each family is one kernel wherever it runs (every layer and micro-batch). Time is its busy time on the compute stream, share that of all compute; achieved is FLOP/s against the dense peak of its precision for GEMMs and attention, bytes/s against the HBM bandwidth for memory-bound kernels; host wait is the time the stream sat idle because the host had not issued the kernel yet." }),
+    table(["family", "kind", { label: "ops", num: true }, { label: "time", num: true }, { label: "share", num: true }, "achieved", { label: "host wait", num: true }], rows),
+    more > 0 ? el("p", { class: "note", text: `${more} more ${more === 1 ? "family" : "families"} (${fmtS(families.slice(KERNEL_ROWS).reduce((a, f) => a + f.time_s, 0))} together) in summary.json, compute.kernel_families.` }) : null));
+}
+
 function sensitivities() {
   if (!S.sensitivities || !S.sensitivities.length) {
     return section("Sensitivities", el("p", { class: "sub", text: "Not computed: run with --sensitivity to re-simulate with ±10% NVLink, IB, GEMM efficiency and HBM bandwidth, half the host's issue cost and the next CUDA-graph scope." }));
@@ -176,7 +191,7 @@ function busiestLinks() {
 function render() {
   const app = document.getElementById("app");
   app.append(header(), headline(), stepSplit(),
-    section("The three walls", el("div", { class: "walls" }, memoryWall(), commWall(), computeWall())));
+    section("The three walls", el("div", { class: "walls" }, memoryWall(), commWall(), computeWall())), kernelFamilies());
   app.append(section("Timeline (representative ranks)", timelineView(TL)));
   app.append(section("Memory over time per stage", memoryChart(TL, S.memory.hbm_bytes)));
   app.append(sensitivities(), busiestLinks());

@@ -61,6 +61,25 @@ TEST_CASE("the same label string interns to the same index", "[graph][op_graph]"
   CHECK(graph.label_count() == 2);
 }
 
+TEST_CASE("a label keeps the kernel family it was first interned with", "[graph][op_graph]") {
+  OpGraph graph;
+  const auto l0 = graph.intern_label("L0 fc1 fwd", "fc1 fwd");
+  const auto l1 = graph.intern_label("L1 fc1 fwd", "fc1 fwd");
+  // Both layers' labels share one family, itself an interned name that is its own family.
+  CHECK(graph.label_family(l0) == graph.label_family(l1));
+  CHECK(graph.label(graph.label_family(l0)) == "fc1 fwd");
+  CHECK(graph.label_family(graph.label_family(l0)) == graph.label_family(l0));
+  // Interned again, with another family or none, a label keeps its first.
+  CHECK(graph.intern_label("L0 fc1 fwd", "other") == l0);
+  CHECK(graph.intern_label("L0 fc1 fwd") == l0);
+  CHECK(graph.label(graph.label_family(l0)) == "fc1 fwd");
+  CHECK(graph.find_label("L1 fc1 fwd") == l1);
+  CHECK_FALSE(graph.find_label("L2 fc1 fwd").has_value());
+  // Without a family a label is its own.
+  const auto plain = graph.intern_label("step");
+  CHECK(graph.label_family(plain) == plain);
+}
+
 TEST_CASE("a moved graph keeps its ops, edges and labels", "[graph][op_graph]") {
   OpGraph graph;
   graph.intern_label("x");

@@ -44,14 +44,80 @@ TEST_CASE("summary.json carries the documented field names", "[report][writers]"
   CHECK(json["walls"]["memory"].contains("utilization"));
   CHECK(json.contains("fits_in_memory"));
   CHECK(json["flops"].contains("model_per_iteration"));
+  CHECK(json["compute"]["kernel_families"].is_array());
+  CHECK(json["compute"]["peak_flops_by_kind"].contains("gemm"));
+  CHECK(json["compute"].contains("hbm_bandwidth_Bps"));
+}
+
+namespace {
+
+KernelFamily family(const std::string& name, double time_s) {
+  KernelFamily f;
+  f.family = name;
+  f.kind = "elementwise";
+  f.ops = 4;
+  f.time_s = time_s;
+  f.share = time_s / 2.1;
+  f.bytes = 1e12;
+  f.GBps = f.bytes / time_s / 1e9;
+  f.hbm_fraction = f.GBps / 2000;  // a 2,000 GB/s HBM
+  return f;
+}
+
+// Six families, in the order summarize leaves them (by time descending).
+RunSummary with_families() {
+  RunSummary s = sample();
+  for (int i = 0; i < 6; ++i) {
+    s.kernel_families.push_back(family("family " + std::string(1, 'a' + i), 0.6 - 0.1 * i));
+  }
+  s.kernel_families[0].host_wait_s = 0.25;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("summary.json lists every kernel family with its rates", "[report][writers]") {
+  std::ostringstream out;
+  write_summary_json(with_families(), out);
+  const auto json = nlohmann::json::parse(out.str());
+  const auto& families = json["compute"]["kernel_families"];
+  REQUIRE(families.size() == 6);
+  CHECK(families[0]["family"] == "family a");
+  CHECK(families[0]["host_wait_s"] == 0.25);
+  for (const char* key : {"family", "kind", "ops", "time_s", "share", "host_wait_s", "flops",
+                          "tflops_per_s", "peak_fraction", "bytes", "GBps", "hbm_fraction"}) {
+    CAPTURE(key);
+    CHECK(families[5].contains(key));
+  }
+}
+
+TEST_CASE("the console lists the five longest kernel families under the compute line",
+          "[report][writers]") {
+  std::ostringstream out;
+  write_summary_text(with_families(), out);
+  const std::string text = out.str();
+  const auto compute = text.find("(compute: gemm");
+  const auto heading = text.find("kernel families, top 5 of 6");
+  REQUIRE(compute != std::string::npos);
+  REQUIRE(heading != std::string::npos);
+  CHECK(heading > compute);
+  for (const char* shown : {"family a", "family b", "family c", "family d", "family e"}) {
+    CAPTURE(shown);
+    CHECK(text.find(shown) != std::string::npos);
+  }
+  CHECK(text.find("family f") == std::string::npos);
+  // family a: 0.6 s of 2.1 s is 28.6%; 0.25 s waiting for the host; 1 TB in 0.6 s is
+  // 1,667 GB/s, 83% of 2,000.
+  CHECK(text.find("        family a                         0.600 s   28.6%  host  0.250 s"
+                  "      1667 GB/s      83% of HBM\n") != std::string::npos);
 }
 
 TEST_CASE("the same summary always writes the same bytes", "[report][writers]") {
   std::ostringstream a, b, c, d;
-  write_summary_json(sample(), a);
-  write_summary_json(sample(), b);
-  write_summary_text(sample(), c);
-  write_summary_text(sample(), d);
+  write_summary_json(with_families(), a);
+  write_summary_json(with_families(), b);
+  write_summary_text(with_families(), c);
+  write_summary_text(with_families(), d);
   CHECK(a.str() == b.str());
   CHECK(c.str() == d.str());
 }
