@@ -9,8 +9,8 @@ namespace wallsim::models {
 namespace {
 
 std::deque<PipelineSchedule>& registry() {
-  static std::deque<PipelineSchedule> schedules{one_f_one_b_schedule(),
-                                                interleaved_1f1b_schedule()};
+  static std::deque<PipelineSchedule> schedules{one_f_one_b_schedule(), interleaved_1f1b_schedule(),
+                                                zb_h1_schedule(), zb_h2_schedule()};
   return schedules;
 }
 

@@ -15,8 +15,13 @@
 //    with the chunk order reversed; warm-up 2·(pp − stage − 1) + (vpp − 1)·pp forwards, or
 //    everything when m = pp (Megatron-LM schedules.py, microbatch_group_size_per_vp_stage = pp).
 //
-// Both fuse W into B: their backward computes input and weight gradients together, and their
-// virtual stage of chunk c on stage s is c·pp + s (Megatron's chunk-major numbering).
+//  * "zb_h1", "zb_h2" (zero-bubble, Qi et al. 2024 §3.1; models/schedules/zero_bubble.cpp): one
+//    chunk per stage, B and W split, W deferred into what would be bubbles; ZB-H1 at 1F1B's
+//    peak of p micro-batches on every stage, ZB-H2 at 2p − 1.
+//
+// 1f1b and interleaved fuse W into B: their backward computes input and weight gradients
+// together. Every built-in places chunk c of stage s at virtual stage c·pp + s (Megatron's
+// chunk-major numbering).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include "models/step/op_emitter.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 namespace wallsim::models {
@@ -75,6 +76,11 @@ OpIndex OpEmitter::add(Op op, std::string_view name, const Deps& deps) {
   const auto known = graph_.find_label(label_);
   op.label = known ? *known : graph_.intern_label(label_, kernel_family(tag_, name));
   assign_host_cost(op);
+  for (OpIndex dep : deps) {
+    if (is_deferred_placeholder(dep)) {
+      throw std::logic_error("op \"" + label_ + "\" depends on a deferred weight gradient");
+    }
+  }
   unique_deps_.assign(deps.begin(), deps.end());
   std::sort(unique_deps_.begin(), unique_deps_.end());
   unique_deps_.erase(std::unique(unique_deps_.begin(), unique_deps_.end()), unique_deps_.end());
@@ -134,6 +140,38 @@ OpIndex OpEmitter::gemm(std::string_view name, const GemmShape& shape, const Dep
   }
   return add_compute(name, OpCategory::kGemm, timer_.gemm(shape, gemm_dtype_), gemm_flops(shape),
                      0.0, gemm_deps);
+}
+
+OpIndex OpEmitter::wgrad(std::string_view name, const GemmShape& shape, const Deps& deps) {
+  if (!deferring_) return gemm(name, shape, deps);
+  const OpIndex placeholder = next_placeholder_++;
+  deferred_.gemms.push_back({tag_, std::string(name), shape, deps, placeholder});
+  return placeholder;
+}
+
+OpEmitter::DeferredWeightGradients OpEmitter::take_deferred_weight_gradients() {
+  return std::exchange(deferred_, DeferredWeightGradients{});
+}
+
+void OpEmitter::emit_weight_gradients(DeferredWeightGradients deferred,
+                                      std::vector<GradReady>& grads) {
+  const OpTag saved = tag_;
+  std::vector<std::pair<OpIndex, OpIndex>> emitted;  // placeholder → op
+  for (std::size_t i = 0; i < deferred.gemms.size(); ++i) {
+    auto& w = deferred.gemms[i];
+    set_tag(std::move(w.tag));
+    if (i + 1 == deferred.gemms.size()) pending_free_bytes_ += deferred.free_bytes;
+    emitted.emplace_back(w.placeholder, gemm(w.name, w.shape, w.deps));
+  }
+  if (deferred.gemms.empty()) pending_free_bytes_ += deferred.free_bytes;
+  set_tag(saved);
+  for (GradReady& grad : grads) {
+    if (!is_deferred_placeholder(grad.op)) continue;
+    const auto it = std::find_if(emitted.begin(), emitted.end(),
+                                 [&](const auto& e) { return e.first == grad.op; });
+    if (it == emitted.end()) throw std::logic_error("a weight gradient was never emitted");
+    grad.op = it->second;
+  }
 }
 
 OpIndex OpEmitter::grouped_gemm(std::string_view name, const GroupedGemmShape& shape,

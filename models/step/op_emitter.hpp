@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "models/step/kernel_timer.hpp"
+#include "models/step/step_context.hpp"
 #include "models/step/step_program.hpp"
 #include "models/training_spec.hpp"
 #include "sim/graph/op_graph.hpp"
@@ -93,6 +94,32 @@ class OpEmitter {
   // loop of one GEMM kernel per problem. With fp8 each input is cast once for all problems.
   OpIndex grouped_gemm(std::string_view name, const GroupedGemmShape& shape, bool one_kernel,
                        const Deps& deps = {});
+  // A weight-gradient GEMM. While weight gradients are deferred (schedules with W passes) it
+  // is recorded instead of emitted and a placeholder comes back, which only GradReady entries
+  // may hold (a placeholder among an op's dependencies is a logic error);
+  // emit_weight_gradients() emits the recorded GEMMs at the W pass.
+  OpIndex wgrad(std::string_view name, const GemmShape& shape, const Deps& deps = {});
+  // Deferral on or off; with it on, free_on_next holds the bytes back for the W pass too (the
+  // layer's saved tensors stay alive until its weight gradients are computed).
+  void defer_weight_gradients(bool on) { deferring_ = on; }
+  bool deferring_weight_gradients() const { return deferring_; }
+  static bool is_deferred_placeholder(OpIndex op) { return op >= kFirstPlaceholder; }
+  struct DeferredWeightGradients {
+    struct Gemm {
+      OpTag tag;
+      std::string name;
+      GemmShape shape;
+      Deps deps;
+      OpIndex placeholder = 0;
+    };
+    std::vector<Gemm> gemms;
+    double free_bytes = 0;
+  };
+  // The GEMMs and frees recorded since the last call.
+  DeferredWeightGradients take_deferred_weight_gradients();
+  // Emits `deferred` in order under their own tags, frees its bytes after the last, and
+  // rewrites the placeholders in `grads` to the emitted ops.
+  void emit_weight_gradients(DeferredWeightGradients deferred, std::vector<GradReady>& grads);
   // `rows` rows of a GEMM that communication overlap splits along M (Transformer Engine's
   // userbuffer overlap): the pieces run back to back at the efficiency of the whole GEMM, so a
   // piece takes its share of the whole GEMM's time (splitting does not re-pay wave or size
@@ -123,7 +150,9 @@ class OpEmitter {
 
   // Memory the next compute op allocates at its start / frees at its end (bytes; adds up).
   void allocate_on_next(double bytes) { pending_alloc_bytes_ += bytes; }
-  void free_on_next(double bytes) { pending_free_bytes_ += bytes; }
+  void free_on_next(double bytes) {
+    (deferring_ ? deferred_.free_bytes : pending_free_bytes_) += bytes;
+  }
 
   // The last op added to the compute stream, if any.
   std::optional<OpIndex> last_compute() const { return last_compute_; }
@@ -151,6 +180,10 @@ class OpEmitter {
   bool eager_ = false;
   bool sync_next_ = false;
   int next_kernels_ = 1;  // kernels the next op stands for (host issues)
+  static constexpr OpIndex kFirstPlaceholder = 0xF0000000u;
+  bool deferring_ = false;
+  DeferredWeightGradients deferred_;
+  OpIndex next_placeholder_ = kFirstPlaceholder;
   // Scratch reused by every add (a step adds millions of ops).
   std::string label_;
   Deps unique_deps_;

@@ -64,8 +64,8 @@ void PipelineOps::emit_schedule() {
   for (std::size_t i = 0; i < items.size(); ++i) {
     const ScheduleItem& item = items[i];
     if (item.pass == Pass::kWeight) {
-      throw std::logic_error("pipeline schedule \"" + setting_.schedule->name +
-                             "\": W passes are not emitted (their B computes weight gradients)");
+      weight(item.microbatch, item.chunk);
+      continue;
     }
     // A backward pairs with the forward after it, so the steady state starts one forward later
     // (Megatron's extra warm-up micro-batch) and the pair's inputs come from earlier pairs.
@@ -155,8 +155,27 @@ void PipelineOps::backward_epilogue(std::int64_t microbatch, std::int64_t chunk,
   } else {
     send(microbatch, false, neighbour(chunk, -1), Streams::kPpSendBackward);
   }
+  if (setting_.schedule->splits_weight_gradients) {
+    pending_weights_[{microbatch, chunk}] = {emit_.take_deferred_weight_gradients(),
+                                             std::move(grads)};
+    return;
+  }
   if (microbatch == setting_.shape.microbatches - 1) {
     data_parallel_.chunk_gradients_ready(chunk, grads);
+  }
+}
+
+void PipelineOps::weight(std::int64_t microbatch, std::int64_t chunk) {
+  const auto it = pending_weights_.find({microbatch, chunk});
+  if (it == pending_weights_.end()) {
+    throw std::logic_error("pipeline schedule \"" + setting_.schedule->name +
+                           "\": a W pass before its B pass");
+  }
+  PendingWeights pending = std::move(it->second);
+  pending_weights_.erase(it);
+  emit_.emit_weight_gradients(std::move(pending.deferred), pending.grads);
+  if (microbatch == setting_.shape.microbatches - 1) {
+    data_parallel_.chunk_gradients_ready(chunk, pending.grads);
   }
 }
 
@@ -178,12 +197,14 @@ void PipelineOps::forward(std::int64_t microbatch, std::int64_t chunk) {
 }
 
 void PipelineOps::backward(std::int64_t microbatch, std::int64_t chunk) {
+  emit_.defer_weight_gradients(setting_.schedule->splits_weight_gradients);
   std::vector<GradReady> grads;
   Deps input = backward_prologue(microbatch, chunk, grads);
   for (std::int64_t layer : chunk_layers(chunk, false)) {
     input = {layers_.backward(microbatch, layer, input, grads)};
   }
   backward_epilogue(microbatch, chunk, grads);
+  emit_.defer_weight_gradients(false);
 }
 
 // Megatron's EP overlap: the forward of one micro-batch and the backward of another run layer

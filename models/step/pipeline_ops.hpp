@@ -10,9 +10,16 @@
 // op waits for its receive, a send waits for the chunk's last op. Receives are posted as early as
 // their stream allows, as Megatron's overlapped p2p does; the compute stream waits only where it
 // needs the data.
+//
+// Schedules with W passes (zero-bubble): the backward (B) of a chunk records its weight-gradient
+// GEMMs and the frees of its saved tensors instead of emitting them (OpEmitter's deferral); the
+// chunk's W pass emits them, and after the last micro-batch's W the chunk's gradients are ready
+// for the data-parallel reduction.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "models/layer_placement.hpp"
@@ -46,6 +53,7 @@ class PipelineOps {
  private:
   void forward(std::int64_t microbatch, std::int64_t chunk);
   void backward(std::int64_t microbatch, std::int64_t chunk);
+  void weight(std::int64_t microbatch, std::int64_t chunk);
   void combined(const ScheduleItem& forward_item, const ScheduleItem& backward_item);
   Deps forward_prologue(std::int64_t microbatch, std::int64_t chunk);
   void forward_epilogue(std::int64_t microbatch, std::int64_t chunk, const Deps& input);
@@ -72,6 +80,13 @@ class PipelineOps {
   PipelineSetting setting_;
   StageLayers stage_layers_;
   std::vector<std::optional<OpIndex>> output_done_;  // last op of each micro-batch's loss
+  // B passes whose W pass has not run: what they deferred and their gradients, by (micro-batch,
+  // chunk).
+  struct PendingWeights {
+    OpEmitter::DeferredWeightGradients deferred;
+    std::vector<GradReady> grads;
+  };
+  std::map<std::pair<std::int64_t, std::int64_t>, PendingWeights> pending_weights_;
 };
 
 }  // namespace wallsim::models

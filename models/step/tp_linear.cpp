@@ -113,26 +113,26 @@ LinearBackward TpLinear::row_backward(const std::string& name, const GemmShape& 
                                       const Deps& deps) {
   if (!tp_.active || !tp_.sequence_parallel) {
     const OpIndex dgrad = emit_.gemm(name + " dgrad", dgrad_shape(shape), deps);
-    return {dgrad, emit_.gemm(name + " wgrad", wgrad_shape(shape))};
+    return {dgrad, emit_.wgrad(name + " wgrad", wgrad_shape(shape))};
   }
   // The grad-output is sequence-sharded (the conjugate of the forward reduce-scatter): gather
   // it for the dgrad; the wgrad reuses the gathered tensor.
   std::optional<OpIndex> gathered;
   const OpIndex dgrad = gathered_gemm(name + " dgrad", dgrad_shape(shape), deps, &gathered);
-  return {dgrad, emit_.gemm(name + " wgrad", wgrad_shape(shape), {*gathered})};
+  return {dgrad, emit_.wgrad(name + " wgrad", wgrad_shape(shape), {*gathered})};
 }
 
 LinearBackward TpLinear::column_backward(const std::string& name, const GemmShape& shape,
                                          const Deps& deps) {
   if (!tp_.active) {
     const OpIndex dgrad = emit_.gemm(name + " dgrad", dgrad_shape(shape), deps);
-    return {dgrad, emit_.gemm(name + " wgrad", wgrad_shape(shape))};
+    return {dgrad, emit_.wgrad(name + " wgrad", wgrad_shape(shape))};
   }
   if (!tp_.sequence_parallel) {
     const OpIndex dgrad = emit_.gemm(name + " dgrad", dgrad_shape(shape), deps);
     const OpIndex reduce =
         collective(name + " grad ar", CollectiveOp::kAllReduce, collective_bytes_, {dgrad});
-    return {reduce, emit_.gemm(name + " wgrad", wgrad_shape(shape))};
+    return {reduce, emit_.wgrad(name + " wgrad", wgrad_shape(shape))};
   }
   // Only the sequence shard of the input was saved: re-gather it beside the dgrad GEMM.
   const OpIndex input = collective(name + " input ag", CollectiveOp::kAllGather, collective_bytes_,
@@ -140,7 +140,7 @@ LinearBackward TpLinear::column_backward(const std::string& name, const GemmShap
   const OpIndex dgrad = emit_.gemm(name + " dgrad", dgrad_shape(shape), deps);
   const OpIndex scatter =
       collective(name + " grad rs", CollectiveOp::kReduceScatter, collective_bytes_, {dgrad});
-  return {scatter, emit_.gemm(name + " wgrad", wgrad_shape(shape), {input})};
+  return {scatter, emit_.wgrad(name + " wgrad", wgrad_shape(shape), {input})};
 }
 
 }  // namespace wallsim::models

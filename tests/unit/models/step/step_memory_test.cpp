@@ -85,6 +85,18 @@ TEST_CASE("the simulated interleaved activation peak equals the analytical one",
   check_peaks_match_report(doc);
 }
 
+TEST_CASE("zero-bubble schedules keep a micro-batch's tensors until its W, as the report counts",
+          "[models][step][memory][zero_bubble]") {
+  // ZB-H1 holds p micro-batches between F and W on every stage, ZB-H2 2p − 1 (here m = 8, so
+  // min(2p − 1, m) = 7); the report replays the same order (peak_in_flight_chunks with W).
+  for (const std::string schedule : {"zb_h1", "zb_h2"}) {
+    INFO(schedule);
+    json doc = pipeline_config();
+    doc["training"]["schedule"] = schedule;
+    check_peaks_match_report(doc);
+  }
+}
+
 TEST_CASE("full recompute holds layer inputs plus one layer's transient at the peak",
           "[models][step][memory]") {
   json doc = pipeline_config();
