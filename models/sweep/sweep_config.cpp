@@ -53,7 +53,7 @@ std::vector<std::string> point_overrides(const SweepBase& base, const SweepPoint
   o.push_back("training.micro_batch=" + std::to_string(p.micro_batch));
   o.push_back(std::string("training.recompute=") + to_string(p.recompute));
   o.push_back("training.distributed_optimizer=" + flag(p.distributed_optimizer));
-  o.push_back(std::string("training.schedule=") + (p.vpp > 1 ? "interleaved" : "1f1b"));
+  o.push_back("training.schedule=" + effective_schedule(p));
   for (const char* key : {"tp_comm", "dp_grad_reduce", "dp_param_gather"}) {
     o.push_back(std::string("training.overlap.") + key + "=" + flag(p.overlap));
   }

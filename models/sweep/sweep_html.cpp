@@ -173,6 +173,12 @@ void write_knobs(const SweepReport& report, std::ostream& out) {
                   {"dispatcher",
                    [](const SweepRow& r) { return std::string(to_string(r.point.dispatcher)); }}});
   }
+  const bool schedules = std::any_of(report.rows.begin(), report.rows.end(),
+                                     [](const auto& r) { return !r.point.schedule.empty(); });
+  if (schedules) {
+    knobs.insert(knobs.begin() + 4,
+                 {"schedule", [](const SweepRow& r) { return effective_schedule(r.point); }});
+  }
   for (const auto& [name, value_of] : knobs) write_knob(name, value_of, report.rows, best, out);
 }
 

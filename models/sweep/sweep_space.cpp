@@ -91,6 +91,24 @@ std::vector<Recompute> parse_recompute(const std::string& assignment,
   return choices;
 }
 
+// "megatron" is Megatron's choice by vpp (stored as ""); anything else must be registered.
+std::vector<std::string> parse_schedules(const std::string& assignment,
+                                         const std::vector<std::string>& values) {
+  std::vector<std::string> schedules;
+  for (const auto& value : values) {
+    if (value == "megatron") {
+      schedules.emplace_back();
+    } else if (find_pipeline_schedule(value)) {
+      schedules.push_back(value);
+    } else {
+      std::string allowed = "megatron";
+      for (const auto& name : pipeline_schedule_names()) allowed += ", " + name;
+      reject(assignment, "\"" + value + "\" must be one of: " + allowed);
+    }
+  }
+  return schedules;
+}
+
 template <typename T>
 void keep_unique(std::vector<T>& values) {
   std::vector<T> unique;
@@ -120,9 +138,15 @@ std::string join(const std::vector<T>& values) {
 
 }  // namespace
 
+std::string effective_schedule(const SweepPoint& p) {
+  if (!p.schedule.empty()) return p.schedule;
+  return p.vpp > 1 ? "interleaved" : "1f1b";
+}
+
 std::string point_id(const SweepPoint& p) {
   std::string id = "tp" + std::to_string(p.tp) + "-cp" + std::to_string(p.cp) + "-pp" +
                    std::to_string(p.pp) + "-vpp" + std::to_string(p.vpp);
+  if (!p.schedule.empty()) id += "-" + p.schedule;
   if (p.ep > 1) id += "-ep" + std::to_string(p.ep);
   if (p.etp > 1) id += "-etp" + std::to_string(p.etp);
   if (p.dispatcher != MoeDispatcher::kAllToAll) id += std::string("-") + to_string(p.dispatcher);
@@ -135,8 +159,8 @@ std::string point_id(const SweepPoint& p) {
 
 std::int64_t SweepSpace::size() const {
   return static_cast<std::int64_t>(tp.size() * sequence_parallel.size() * cp.size() * pp.size() *
-                                   vpp.size() * ep.size() * etp.size() * dispatcher.size() *
-                                   micro_batch.size() * recompute.size() *
+                                   vpp.size() * schedule.size() * ep.size() * etp.size() *
+                                   dispatcher.size() * micro_batch.size() * recompute.size() *
                                    distributed_optimizer.size() * overlap.size());
 }
 
@@ -150,6 +174,7 @@ SweepPoint SweepSpace::at(std::int64_t index) const {
   p.dispatcher = dispatcher[pick(dispatcher, index)];
   p.etp = etp[pick(etp, index)];
   p.ep = ep[pick(ep, index)];
+  p.schedule = schedule[pick(schedule, index)];
   p.vpp = vpp[pick(vpp, index)];
   p.pp = pp[pick(pp, index)];
   p.cp = cp[pick(cp, index)];
@@ -164,9 +189,9 @@ bool sweeps_experts(const SweepSpace& space) {
 }
 
 const std::vector<std::string>& sweep_knob_names() {
-  static const std::vector<std::string> kNames{"tp",  "sp",        "cp",       "pp",
-                                               "vpp", "ep",        "etp",      "dispatcher",
-                                               "mb",  "recompute", "dist_opt", "overlap"};
+  static const std::vector<std::string> kNames{
+      "tp",  "sp",         "cp", "pp",        "vpp",      "schedule", "ep",
+      "etp", "dispatcher", "mb", "recompute", "dist_opt", "overlap"};
   return kNames;
 }
 
@@ -253,6 +278,8 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
     space.etp = parse_sizes(assignment, values);
   else if (knob == "dispatcher")
     space.dispatcher = parse_dispatchers(assignment, values);
+  else if (knob == "schedule")
+    space.schedule = parse_schedules(assignment, values);
   else {
     reject(assignment, "unknown knob \"" + knob + "\"; valid knobs: " + knob_list());
   }
@@ -263,6 +290,7 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
   keep_unique(space.ep);
   keep_unique(space.etp);
   keep_unique(space.dispatcher);
+  keep_unique(space.schedule);
   keep_unique(space.micro_batch);
   keep_unique(space.recompute);
   keep_unique(space.sequence_parallel);
@@ -276,6 +304,13 @@ std::vector<std::pair<std::string, std::string>> describe_space(const SweepSpace
                                                          {"cp", join(s.cp)},
                                                          {"pp", join(s.pp)},
                                                          {"vpp", join(s.vpp)}};
+  if (s.schedule != std::vector<std::string>{""}) {
+    std::string names;
+    for (const auto& name : s.schedule) {
+      names += (names.empty() ? "" : ",") + (name.empty() ? std::string("megatron") : name);
+    }
+    knobs.emplace_back("schedule", names);
+  }
   if (sweeps_experts(s)) {
     knobs.emplace_back("ep", join(s.ep));
     knobs.emplace_back("etp", join(s.etp));

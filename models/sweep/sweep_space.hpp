@@ -1,16 +1,17 @@
 // The space of a layout sweep: a list of values per knob, enumerated as their Cartesian product.
 //
 // A point is one value of every knob. Points are numbered 0 .. size()-1 in a fixed mixed-radix
-// order (tp varies slowest, then sp, cp, pp, vpp, ep, etp, dispatcher, micro_batch, recompute,
-// distributed optimizer, overlap), so an index names the same point on every machine and in
-// every shard.
-// The default space (default_space) on a dense model: tp ∈ {1,2,4,8}
-// within an NVLink domain, sequence parallelism on, cp = 1 (∈ {1,2,4,8} from 16K tokens), pp over
-// the divisors of the GPU count that fit the layers, vpp over the splits the layers allow,
-// micro_batch ∈ {1,2,4}, recompute ∈ {none, selective, full}, distributed optimizer and overlaps
-// on. On a mixture-of-experts model also ep ∈ {1,2,4,…,64} (dividing the expert count), etp ∈
-// {1,2,4,8} within an NVLink domain and the dispatcher ∈ {alltoall, allgather}. `--vary k=v,...`
-// replaces a knob's list (apply_vary).
+// order (tp varies slowest, then sp, cp, pp, vpp, schedule, ep, etp, dispatcher, micro_batch,
+// recompute, distributed optimizer, overlap), so an index names the same point on every machine and
+// in every shard. The default space (default_space) on a dense model: tp ∈ {1,2,4,8} within an
+// NVLink domain, sequence parallelism on, cp = 1 (∈ {1,2,4,8} from 16K tokens), pp over the
+// divisors of the GPU count that fit the layers, vpp over the splits the layers allow, micro_batch
+// ∈ {1,2,4}, recompute ∈ {none, selective, full}, distributed optimizer and overlaps on. On a
+// mixture-of-experts model also ep ∈ {1,2,4,…,64} (dividing the expert count), etp ∈ {1,2,4,8}
+// within an NVLink domain and the dispatcher ∈ {alltoall, allgather}. `--vary k=v,...` replaces a
+// knob's list (apply_vary). The pipeline schedule is Megatron's choice (interleaved when vpp > 1,
+// else 1f1b) unless `--vary schedule=...` lists others (e.g. megatron,zb_h1,zb_h2); a schedule that
+// cannot run a point's shape prunes the point with the schedule's reason.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,7 @@ struct SweepPoint {
   std::int64_t cp = 1;
   std::int64_t pp = 1;
   std::int64_t vpp = 1;
+  std::string schedule;  // a registered pipeline schedule; empty: Megatron's choice by vpp
   std::int64_t ep = 1;
   std::int64_t etp = 1;
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;  // parallel.moe_dispatcher
@@ -38,8 +40,12 @@ struct SweepPoint {
   bool operator==(const SweepPoint&) const = default;
 };
 
-// A stable, file-name-safe name of a point, e.g. "tp8-cp1-pp4-vpp5-mb1-none"; expert layouts
-// add "-ep8", "-etp2" (when > 1) and "-allgather"/"-flex" after vpp; switches that are off add
+// The schedule a point runs: its own, or Megatron's choice ("interleaved" when vpp > 1, "1f1b").
+std::string effective_schedule(const SweepPoint& point);
+
+// A stable, file-name-safe name of a point, e.g. "tp8-cp1-pp4-vpp5-mb1-none"; a schedule other
+// than Megatron's choice adds "-zb_h1" (its name) after vpp; expert layouts add "-ep8", "-etp2"
+// (when > 1) and "-allgather"/"-flex" after vpp; switches that are off add
 // "-nosp" (only when tp > 1), "-nodo", "-noov".
 std::string point_id(const SweepPoint& point);
 
@@ -49,6 +55,7 @@ struct SweepSpace {
   std::vector<std::int64_t> cp{1};
   std::vector<std::int64_t> pp{1};
   std::vector<std::int64_t> vpp{1};
+  std::vector<std::string> schedule{""};
   std::vector<std::int64_t> ep{1};
   std::vector<std::int64_t> etp{1};
   std::vector<MoeDispatcher> dispatcher{MoeDispatcher::kAllToAll};
@@ -87,7 +94,7 @@ SweepSpace default_space(const SpaceShape& shape);
 
 // Applies one "--vary" assignment "knob=v1,v2,..." (integers for sizes; none|selective|full for
 // recompute; alltoall|allgather|flex for dispatcher; on|off|true|false for sp, dist_opt,
-// overlap). Throws InputError naming the knob
+// overlap; megatron or a registered schedule name for schedule). Throws InputError naming the knob
 // and what is allowed.
 void apply_vary(SweepSpace& space, const std::string& assignment);
 

@@ -30,10 +30,11 @@ void write_csv_row(std::ostream& out, std::size_t rank, const SweepRow& r) {
       << p.cp << "," << p.pp << "," << p.vpp << "," << r.dp << "," << p.micro_batch << ","
       << r.num_microbatches << "," << to_string(p.recompute) << ","
       << on_off(p.distributed_optimizer) << "," << on_off(p.overlap) << "," << p.ep << "," << p.etp
-      << "," << to_string(p.dispatcher) << "," << number(r.step_time_s) << ","
-      << number(r.tokens_per_s_per_gpu) << "," << number(r.mfu) << ","
-      << number(r.peak_bytes, "%.0f") << "," << number(r.hbm_bytes, "%.0f") << "," << on_off(r.fits)
-      << "," << r.binding << "," << csv_field(r.error) << ",configs/" << r.id << ".json\n";
+      << "," << to_string(p.dispatcher) << "," << effective_schedule(p) << ","
+      << number(r.step_time_s) << "," << number(r.tokens_per_s_per_gpu) << "," << number(r.mfu)
+      << "," << number(r.peak_bytes, "%.0f") << "," << number(r.hbm_bytes, "%.0f") << ","
+      << on_off(r.fits) << "," << r.binding << "," << csv_field(r.error) << ",configs/" << r.id
+      << ".json\n";
 }
 
 void write_counts(const SweepReport& report, std::ostream& out) {
@@ -55,7 +56,8 @@ std::string format_gib(double bytes) {
 
 void write_sweep_csv(const SweepReport& report, std::ostream& out) {
   out << "rank,id,tp,sp,cp,pp,vpp,dp,micro_batch,num_microbatches,recompute,"
-         "distributed_optimizer,overlap,ep,etp,dispatcher,step_time_s,tokens_per_s_per_gpu,mfu,"
+         "distributed_optimizer,overlap,ep,etp,dispatcher,schedule,step_time_s,tokens_per_s_per_"
+         "gpu,mfu,"
          "peak_bytes,"
          "hbm_bytes,fits_in_memory,binding,error,config\n";
   for (std::size_t i = 0; i < report.rows.size(); ++i) write_csv_row(out, i + 1, report.rows[i]);

@@ -71,7 +71,7 @@ TEST_CASE("pruning keeps exactly the valid layouts that fit, against brute force
 
 TEST_CASE("a point's config is the base with the point's layout written in", "[sweep]") {
   const SweepBase base = load_sweep_base(kConfig, {}, 16);
-  const SweepPoint p{4,    true, 1, 2, 2, 1, 1, MoeDispatcher::kAllToAll, 2, Recompute::full,
+  const SweepPoint p{4,    true, 1, 2, 2, "", 1, 1, MoeDispatcher::kAllToAll, 2, Recompute::full,
                      true, false};
   const RunConfig config = run_config_from_json(point_config(base, p), "point.json");
   CHECK(config.num_gpus == 16);

@@ -25,7 +25,7 @@ TEST_CASE("the space's size is the product of its knobs' value counts, each poin
   // The last knob varies fastest: point 0 and 1 differ only in recompute (overlap has one value).
   CHECK(space.at(0).recompute == Recompute::none);
   CHECK(space.at(1).recompute == Recompute::full);
-  CHECK(space.at(23) == SweepPoint{4, true, 1, 2, 1, 1, 1, MoeDispatcher::kAllToAll, 2,
+  CHECK(space.at(23) == SweepPoint{4, true, 1, 2, 1, "", 1, 1, MoeDispatcher::kAllToAll, 2,
                                    Recompute::full, true, true});
 }
 
@@ -71,7 +71,8 @@ TEST_CASE("vary replaces a knob's values and rejects what it cannot sweep", "[sw
 }
 
 TEST_CASE("point ids name every knob that distinguishes a point", "[sweep]") {
-  SweepPoint p{8, true, 1, 4, 5, 1, 1, MoeDispatcher::kAllToAll, 1, Recompute::none, true, true};
+  SweepPoint p{8,    true, 1, 4, 5, "", 1, 1, MoeDispatcher::kAllToAll, 1, Recompute::none,
+               true, true};
   CHECK(point_id(p) == "tp8-cp1-pp4-vpp5-mb1-none");
   p.sequence_parallel = false;
   p.distributed_optimizer = false;
@@ -106,4 +107,21 @@ TEST_CASE("a mixture-of-experts model's default space sweeps ep, etp and the dis
   CHECK(space.at(1).micro_batch == 2);
   CHECK(space.at(1).ep == 1);
   CHECK(space.at(2).ep == 8);
+}
+
+TEST_CASE("the pipeline schedule is a sweep knob (--vary schedule=...)", "[sweep]") {
+  SweepSpace space;
+  space.pp = {4};
+  space.vpp = {1, 2};
+  apply_vary(space, "schedule=megatron,zb_h1");
+  // 2 vpp × 2 schedules.
+  REQUIRE(space.size() == 4);
+  // Megatron's choice follows vpp; a named schedule stays (a vpp it cannot run is pruned later).
+  CHECK(effective_schedule(space.at(0)) == "1f1b");
+  CHECK(effective_schedule(space.at(1)) == "zb_h1");
+  CHECK(effective_schedule(space.at(2)) == "interleaved");
+  CHECK(point_id(space.at(1)) == "tp1-cp1-pp4-vpp1-zb_h1-mb1-none");
+  CHECK(point_id(space.at(0)) == "tp1-cp1-pp4-vpp1-mb1-none");
+  CHECK_THROWS_WITH(apply_vary(space, "schedule=dualpipe"),
+                    Catch::Contains("megatron, 1f1b, interleaved, zb_h1, zb_h2"));
 }
