@@ -92,8 +92,13 @@ std::int64_t StageLayers::total() const {
 LayerPlacement place_layers(const PlacementRequest& request, const std::string& where) {
   LayerPlacement placement;
   const bool custom = request.first_stage_layers || request.last_stage_layers;
-  const Sizes sizes = custom ? uneven_sizes(request, where, placement.note)
-                             : even_sizes(request, where, placement.note);
+  Sizes sizes;
+  if (!request.layout_sizes.empty()) {
+    sizes = request.layout_sizes;  // as the user placed them: nothing to note
+  } else {
+    sizes = custom ? uneven_sizes(request, where, placement.note)
+                   : even_sizes(request, where, placement.note);
+  }
   placement.stages.resize(static_cast<std::size_t>(request.pp));
   std::int64_t next_layer = 0;
   for (std::size_t v = 0; v < sizes.size(); ++v) {

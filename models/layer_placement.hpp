@@ -7,7 +7,8 @@
 // the given counts and the other stages share the rest equally, which must divide; every count
 // must divide by vpp. Without them, layers that do not divide by pp·vpp are spread as evenly as
 // possible (Megatron itself would refuse): the extra layers go to the middle virtual stages
-// first, because the first stage also holds the embedding and the last the output layer.
+// first, because the first stage also holds the embedding and the last the output layer. A
+// pipeline layout (models/pipeline_layout.hpp) gives every virtual stage's count directly.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,9 @@ struct PlacementRequest {
   std::optional<std::int64_t> first_stage_layers;
   std::optional<std::int64_t> last_stage_layers;
   VirtualStages virtual_stages;  // pp·vpp entries
+  // Decoder layers per virtual stage from parallel.pipeline_layout (pp·vpp entries, chain order);
+  // empty: the split above.
+  std::vector<std::int64_t> layout_sizes;
 };
 
 // Throws InputError (file `where`, path parallel.first_stage_layers / last_stage_layers /

@@ -1,5 +1,7 @@
 #include "models/layout.hpp"
 
+#include "models/pipeline_layout.hpp"
+
 #include "sim/core/input_error.hpp"
 
 namespace wallsim::models {
@@ -203,9 +205,18 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
     throw InputError(where, "training.schedule", schedule.name, why);
   }
   layout.virtual_stages = VirtualStages(schedule, layout.pipeline_shape());
+  std::vector<std::int64_t> layout_sizes;
+  if (parallel.pipeline_layout) {
+    const auto stages = parse_pipeline_layout(*parallel.pipeline_layout);
+    const std::string problem = pipeline_layout_problem(stages, model.layers, model.mtp_layers);
+    if (!problem.empty()) {
+      throw InputError(where, "parallel.pipeline_layout", *parallel.pipeline_layout, problem);
+    }
+    for (const LayoutStage& stage : stages) layout_sizes.push_back(stage.decoders);
+  }
   layout.placement =
       place_layers({model.layers, parallel.pp, parallel.vpp, parallel.first_stage_layers,
-                    parallel.last_stage_layers, layout.virtual_stages},
+                    parallel.last_stage_layers, layout.virtual_stages, layout_sizes},
                    where);
   if (!layout.placement.note.empty()) layout.notes.push_back(layout.placement.note);
   return layout;

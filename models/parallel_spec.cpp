@@ -1,8 +1,10 @@
 #include "models/parallel_spec.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
+#include "models/pipeline_layout.hpp"
 #include "sim/core/json_reader.hpp"
 
 namespace wallsim::models {
@@ -19,9 +21,34 @@ std::optional<Axis> axis_from_name(const std::string& name) {
 
 void read_pipeline(JsonObject& object, ParallelSpec& spec) {
   spec.pp = object.integer_or("pp", 1, 1);
+  const bool vpp_given = object.has("vpp");
   spec.vpp = object.integer_or("vpp", 1, 1);
   if (auto node = object.find("first_stage_layers")) spec.first_stage_layers = node->as_integer(0);
   if (auto node = object.find("last_stage_layers")) spec.last_stage_layers = node->as_integer(0);
+  const auto node = object.find("pipeline_layout");
+  if (!node) return;
+  spec.pipeline_layout = node->as_string();
+  if (spec.first_stage_layers || spec.last_stage_layers) {
+    node->fail(
+        "places every layer; first_stage_layers / last_stage_layers cannot be given with it");
+  }
+  std::size_t stages = 0;
+  try {
+    stages = parse_pipeline_layout(*spec.pipeline_layout).size();
+  } catch (const std::invalid_argument& e) {
+    node->fail(e.what());
+  }
+  const auto pp = static_cast<std::size_t>(spec.pp);
+  if (stages % pp != 0) {
+    node->fail("has " + std::to_string(stages) +
+               " stages, which must divide by pp = " + std::to_string(spec.pp));
+  }
+  const auto vpp = static_cast<std::int64_t>(stages / pp);
+  if (vpp_given && spec.vpp != vpp) {
+    node->fail("has " + std::to_string(stages) + " stages = pp · " + std::to_string(vpp) +
+               ", but parallel.vpp is " + std::to_string(spec.vpp));
+  }
+  spec.vpp = vpp;
 }
 
 // One of the four spellings choice_or allowed.

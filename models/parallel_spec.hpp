@@ -3,9 +3,10 @@
 // Keys and defaults (models/README.md): tp 1, sequence_parallel false, cp 1, cp_comm_type
 // "p2p", hierarchical_cp (a2a+p2p only: [a2a_size, p2p_size]), cp_load_balance true, pp 1, vpp 1,
 // first_stage_layers / last_stage_layers (Megatron's --decoder-first/last-pipeline-num-layers;
-// absent = even split), ep 1, etp 1, moe_dispatcher "alltoall", moe_grouped_gemm true (MoE
-// models only), ep_group_style "megatron", order
-// "tp-cp-ep-dp-pp", dp (optional; must equal num_gpus / (tp·cp·pp)).
+// absent = even split) or pipeline_layout (Megatron's --pipeline-model-parallel-layout,
+// models/pipeline_layout.hpp; its stage count / pp is vpp), ep 1, etp 1, moe_dispatcher "alltoall",
+// moe_grouped_gemm true (MoE models only), ep_group_style "megatron", order "tp-cp-ep-dp-pp", dp
+// (optional; must equal num_gpus / (tp·cp·pp)).
 #pragma once
 
 #include <array>
@@ -57,6 +58,8 @@ struct ParallelSpec {
   std::int64_t vpp = 1;
   std::optional<std::int64_t> first_stage_layers;
   std::optional<std::int64_t> last_stage_layers;
+  std::optional<std::string>
+      pipeline_layout;  // as written; checked against the model in make_layout
   std::int64_t ep = 1;
   std::int64_t etp = 1;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;

@@ -39,6 +39,7 @@ std::vector<std::string> point_overrides(const SweepBase& base, const SweepPoint
       "parallel.dp=null",  // follows from the sizes
       "parallel.first_stage_layers=null",
       "parallel.last_stage_layers=null",
+      "parallel.pipeline_layout=null",  // a layout fixes pp and vpp
       "parallel.tp=" + std::to_string(p.tp),
       "parallel.sequence_parallel=" + flag(p.sequence_parallel && p.tp > 1),
       "parallel.cp=" + std::to_string(p.cp),

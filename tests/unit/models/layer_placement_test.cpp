@@ -19,7 +19,7 @@ namespace {
 LayerPlacement place(std::int64_t layers, std::int64_t pp, std::int64_t vpp,
                      std::optional<std::int64_t> first, std::optional<std::int64_t> last,
                      const std::string& where) {
-  PlacementRequest request{layers, pp, vpp, first, last, {}};
+  PlacementRequest request{layers, pp, vpp, first, last, {}, {}};
   PipelineSchedule chunk_major;
   chunk_major.virtual_stage = wallsim::models::chunk_major_virtual_stage;
   request.virtual_stages = VirtualStages(chunk_major, {request.pp, request.vpp, 1});
@@ -99,7 +99,7 @@ TEST_CASE("layers follow the schedule's virtual stages, not the chunk-major numb
   v_shape.virtual_stage = [](const PipelineShape& shape, std::int64_t stage, std::int64_t chunk) {
     return chunk == 0 ? stage : 2 * shape.pp - 1 - stage;
   };
-  PlacementRequest request{8, 2, 2, {}, {}, {}};
+  PlacementRequest request{8, 2, 2, {}, {}, {}, {}};
   request.virtual_stages = VirtualStages(v_shape, {2, 2, 1});
   const LayerPlacement placement = wallsim::models::place_layers(request, "run.json");
   CHECK(placement.stages[0].chunks[0].first_layer == 0);
