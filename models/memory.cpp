@@ -75,8 +75,19 @@ std::vector<double> chunk_bytes(const ModelSpec& model, const Layout& layout,
   }
   if (is_last(layout, stage)) {
     bytes[static_cast<std::size_t>(layout.output_chunk().chunk)] +=
-        output_activation_bytes(model, setting) + mtp_activation_bytes(model, setting);
+        mtp_activation_bytes(model, setting);
   }
+  return bytes;
+}
+
+// The output layer's activations (final norm, logits): its backward frees them, in every
+// schedule (no weight-gradient pass reads them).
+std::vector<double> output_chunk_bytes(const ModelSpec& model, const Layout& layout,
+                                       const ActivationSetting& setting, std::int64_t stage) {
+  if (!is_last(layout, stage)) return {};
+  std::vector<double> bytes(layers_of(layout, stage).chunks.size(), 0.0);
+  bytes[static_cast<std::size_t>(layout.output_chunk().chunk)] =
+      output_activation_bytes(model, setting);
   return bytes;
 }
 
@@ -109,7 +120,8 @@ StageActivations stage_activations(const ModelSpec& model, const Layout& layout,
   const auto order = schedule.order(layout.pipeline_shape(), stage);
   StageActivations result;
   result.bytes = peak_in_flight_bytes(order, chunk_bytes(model, layout, setting, stage),
-                                      schedule.splits_weight_gradients);
+                                      schedule.splits_weight_gradients,
+                                      output_chunk_bytes(model, layout, setting, stage));
   result.in_flight = peak_in_flight_chunks(order, schedule.splits_weight_gradients);
   if (training.recompute == Recompute::full) {
     result.bytes += recompute_transient_bytes(model, layout, setting, stage);

@@ -97,13 +97,17 @@ std::vector<ScheduleItem> warmup_then_pairs(const std::vector<ScheduleItem>& for
 }
 
 double peak_in_flight_bytes(const std::vector<ScheduleItem>& order,
-                            const std::vector<double>& chunk_bytes, bool splits_weight_gradients) {
+                            const std::vector<double>& chunk_bytes, bool splits_weight_gradients,
+                            const std::vector<double>& freed_by_backward) {
   double held = 0;
   double peak = 0;
   for (const auto& item : order) {
-    const double bytes = chunk_bytes[static_cast<std::size_t>(item.chunk)];
-    if (item.forward()) held += bytes;
+    const auto c = static_cast<std::size_t>(item.chunk);
+    const double bytes = chunk_bytes[c];
+    const double until_b = freed_by_backward.empty() ? 0.0 : freed_by_backward[c];
+    if (item.forward()) held += bytes + until_b;
     if (releases(item, splits_weight_gradients)) held -= bytes;
+    if (item.pass == Pass::kBackward) held -= until_b;
     peak = std::max(peak, held);
   }
   return peak;

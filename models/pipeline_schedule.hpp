@@ -118,9 +118,11 @@ std::vector<ScheduleItem> warmup_then_pairs(const std::vector<ScheduleItem>& for
                                             std::int64_t warmup);
 
 // The most bytes held at once: a forward of chunk c adds chunk_bytes[c] until the pass that
-// ends its backward (B, or W where the schedule splits it).
+// ends its backward (B, or W where the schedule splits it), and `freed_by_backward[c]` (empty:
+// none) until its B in every schedule (tensors no W pass reads, e.g. the logits).
 double peak_in_flight_bytes(const std::vector<ScheduleItem>& order,
-                            const std::vector<double>& chunk_bytes, bool splits_weight_gradients);
+                            const std::vector<double>& chunk_bytes, bool splits_weight_gradients,
+                            const std::vector<double>& freed_by_backward = {});
 
 // The largest number of (micro-batch, chunk) forwards alive at once.
 std::int64_t peak_in_flight_chunks(const std::vector<ScheduleItem>& order,

@@ -97,7 +97,7 @@ OpIndex LayerOps::output_backward(std::int64_t microbatch, const Deps& deps,
   tag(microbatch, std::nullopt, "output");
   cross_entropy_backward(deps);
   const LinearBackward linear = output_linear_.column_backward("linear", output_shape());
-  emit_.free_on_next(memory_.output_bytes);
+  emit_.free_on_next_in_backward(memory_.output_bytes);
   const OpIndex norm =
       emit_.memory_bound("final norm bwd", norm_backward_bytes(), {linear.grad_input});
   if (holds_output_weights_) {

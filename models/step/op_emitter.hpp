@@ -153,6 +153,9 @@ class OpEmitter {
   void free_on_next(double bytes) {
     (deferring_ ? deferred_.free_bytes : pending_free_bytes_) += bytes;
   }
+  // Bytes the backward frees itself even while weight gradients are deferred: tensors no W
+  // pass reads (the logits).
+  void free_on_next_in_backward(double bytes) { pending_free_bytes_ += bytes; }
 
   // The last op added to the compute stream, if any.
   std::optional<OpIndex> last_compute() const { return last_compute_; }

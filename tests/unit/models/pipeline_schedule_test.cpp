@@ -89,4 +89,12 @@ TEST_CASE("a schedule with W passes frees a chunk's activations at its W, not it
                                         {Pass::kBackward, 1, 0}, {Pass::kWeight, 1, 0}};
   CHECK(wallsim::models::peak_in_flight_chunks(order, true) == 2);
   CHECK(wallsim::models::peak_in_flight_bytes(order, {3.0}, true) == 6.0);
+  // Bytes freed by the backward itself (the logits: 5 per micro-batch) go at B: after F1 both
+  // micro-batches hold 3 + 5; B0 drops micro-batch 0's 5, W0 its 3.
+  CHECK(wallsim::models::peak_in_flight_bytes(order, {3.0}, true, {5.0}) == 16.0);
+  const std::vector<ScheduleItem> staggered{{Pass::kForward, 0, 0}, {Pass::kBackward, 0, 0},
+                                            {Pass::kForward, 1, 0}, {Pass::kBackward, 1, 0},
+                                            {Pass::kWeight, 0, 0},  {Pass::kWeight, 1, 0}};
+  // F0 (8), B0 (3), F1 (11), B1 (6): the logits never overlap, the W inputs do.
+  CHECK(wallsim::models::peak_in_flight_bytes(staggered, {3.0}, true, {5.0}) == 11.0);
 }
