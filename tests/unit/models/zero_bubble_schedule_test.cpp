@@ -67,6 +67,8 @@ double step_time(const std::string& name, std::int64_t pp, std::int64_t m, Costs
 
 }  // namespace
 
+// The same forms in the DeepSeek-V3 report's notation (arXiv:2412.19437 Table 2, B there the
+// full backward = T_B + T_W here): 1F1B (p − 1)(F + B), ZB1P (p − 1)(F + B − 2W).
 TEST_CASE("ZB-H1's bubble is (p − 1)(T_F + T_B − T_W) against 1F1B's (p − 1)(T_F + T_B + T_W)",
           "[models][schedule][zero_bubble]") {
   for (const Costs c : {Costs{1, 1, 1}, Costs{1, 2, 1}, Costs{1, 1.2, 0.8}, Costs{1, 1, 0.5}}) {
