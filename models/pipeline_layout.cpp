@@ -29,11 +29,11 @@ std::string unroll(const std::string& text) {
     } else if (c == '(') {
       const std::size_t close = text.find(')', pos);
       if (close == std::string::npos) throw std::invalid_argument("'(' without ')'");
-      std::string group;
-      for (char g : text.substr(pos + 1, close - pos - 1)) {
-        if (g == '(') throw std::invalid_argument("groups in parentheses do not nest");
-        if (g != ',') group += g;
+      const std::string inside = text.substr(pos + 1, close - pos - 1);
+      if (inside.find('(') != std::string::npos) {
+        throw std::invalid_argument("groups in parentheses do not nest");
       }
+      const std::string group = unroll(inside);  // its own "x*n" repeats
       pos = close + 1;
       const std::int64_t n = repeat_count(text, pos);
       for (std::int64_t i = 0; i < n; ++i) out += group;

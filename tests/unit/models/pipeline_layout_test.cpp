@@ -35,6 +35,9 @@ TEST_CASE("a layout string unrolls groups and repeats into stages", "[models][la
   CHECK(stages[31].loss);
   // "t*3" repeats one character; commas are cosmetic.
   CHECK(decoders(parse_pipeline_layout("Et*3|t,t|ttL")) == std::vector<std::int64_t>{3, 2, 2});
+  // A repeat inside a group unrolls too (Megatron unrolls groups first, then characters).
+  CHECK(decoders(parse_pipeline_layout("Et|(t*2|)*3tL")) ==
+        std::vector<std::int64_t>{1, 2, 2, 2, 1});
   // An empty stage is allowed (a stage with only the embedding or only the loss).
   CHECK(decoders(parse_pipeline_layout("E|t*4|L")) == std::vector<std::int64_t>{0, 4, 0});
 }
