@@ -191,7 +191,7 @@ class SlowRank final : public ComputeService {
 
 }  // namespace
 
-TEST_CASE("a compute service times compute ops per rank; a slow rank holds up a collective",
+TEST_CASE("a compute service times compute ops per rank, a slow rank holds up a collective",
           "[graph][replay]") {
   // Two ranks each run 4 µs of compute, then (depending on it) an all-reduce on group 0 (10 µs
   // in FixedDelayComm), then (depending on that) 2 µs. Rank 1 is slowed 1.5×: its compute takes 6

@@ -26,7 +26,7 @@ double rate(const GpuProfile& gpu, AttentionKernel kernel, AttentionPass pass, b
 
 }  // namespace
 
-TEST_CASE("Hopper profiles carry cuDNN, FA3 and FA2 tables; the A100 profile FA2 alone",
+TEST_CASE("Hopper profiles carry cuDNN, FA3 and FA2 tables, the A100 profile FA2 alone",
           "[hw][attention]") {
   for (const char* name : {"h100-sxm", "h200-sxm"}) {
     const GpuProfile gpu = test::load_shipped_gpu(name);

@@ -54,7 +54,7 @@ TEST_CASE("virtual chunks take layers chunk-major, as Megatron numbers virtual s
   CHECK(placement.stages[1].chunks[1].count == 4);
 }
 
-TEST_CASE("first/last stage layers take their counts; the middle stages share the rest",
+TEST_CASE("first/last stage layers take their counts, the middle stages share the rest",
           "[models][placement]") {
   // Llama 3.1 405B: 126 layers on 16 stages, 7 + 14·8 + 7.
   const auto placement = place(126, 16, 1, 7, 7, "run.json");

@@ -124,7 +124,7 @@ TEST_CASE("full recompute keeps only layer inputs, plus one layer while it recom
   CHECK(report.stages[1].activations == Approx(3 * 20 * input + one_layer));
 }
 
-TEST_CASE("peak adds buffers; not fitting is reported, not an error", "[models][memory]") {
+TEST_CASE("peak adds buffers, not fitting is reported, not an error", "[models][memory]") {
   const ModelSpec m = llama3_70b();
   const TrainingSpec t = training(8192, 1, 64);
   const Layout layout = layout_for(m, 1, 1, 1, 8, t, false);

@@ -152,7 +152,7 @@ TEST_CASE("slices of one thread are complete events in time order that never ove
   CHECK(counter_at.count({10, "link GB/s"}) == 1);
 }
 
-TEST_CASE("every collective links all its traced ranks; a transfer links both sides",
+TEST_CASE("every collective links all its traced ranks, a transfer links both sides",
           "[report][trace]") {
   TraceStats stats;
   const json trace = write(Step().input(), &stats);

@@ -69,7 +69,7 @@ TEST_CASE("more skewed routing raises the step time through the busiest expert r
   }
 }
 
-TEST_CASE("EP across nodes shows the communication wall; inside a node it hides",
+TEST_CASE("EP across nodes shows the communication wall, inside a node it hides",
           "[models][simulate][moe]") {
   // Default order: EP (stride 1) = ranks 0-7, one NVLink domain. Order tp-cp-dp-ep-pp puts
   // expert DP first (stride 1) and EP at stride 2: EP = 0, 2, ..., 14 over both nodes, so each

@@ -29,7 +29,7 @@ Time first_attention(const json& doc) {
 
 }  // namespace
 
-TEST_CASE("attention_backend parses to a backend; flash_attention false is unfused",
+TEST_CASE("attention_backend parses to a backend, flash_attention false is unfused",
           "[models][attention]") {
   CHECK(config_from(with_training("attention_backend", "flash3")).training.attention_backend ==
         AttentionBackend::kFlash3);

@@ -113,7 +113,7 @@ TEST_CASE("a rate cap limits a flow and frees capacity for the others", "[flow]"
   CHECK(network.rate(free) == Approx(80e9));
 }
 
-TEST_CASE("when one flow ends the other speeds up; finish times follow the pieces", "[flow]") {
+TEST_CASE("when one flow ends the other speeds up, finish times follow the pieces", "[flow]") {
   // 10 GB/s link. a: 2 GB from t = 0; b: 3 GB from t = 0.1 s.
   // [0, 0.1): a alone, 10 GB/s, sends 1 GB (1 GB left).
   // [0.1, 0.3): both at 5 GB/s; a's last 1 GB takes 0.2 s -> a ends at 0.3 s; b sent 1 GB.
@@ -228,7 +228,7 @@ TEST_CASE("a class of symmetric members moves as one flow and ends with all of t
   CHECK(network.classes_split() == 0);
 }
 
-TEST_CASE("a class whose members meet different contention splits; each ends on its own",
+TEST_CASE("a class whose members meet different contention splits, each ends on its own",
           "[flow]") {
   // Members a (link 0) and b (link 1), 1 GB each at up to 10 GB/s; a single flow x of 0.5 GB
   // shares link 0. One rate for both would leave b without a bottleneck of its own, so the
