@@ -2,7 +2,6 @@
 // (models/cross_entropy.hpp), and the embedding's dense table gradient.
 #include <catch2/catch.hpp>
 
-
 #include "models/cross_entropy.hpp"
 #include "step_test_support.hpp"
 
