@@ -207,7 +207,7 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
   layout.virtual_stages = VirtualStages(schedule, layout.pipeline_shape());
   std::vector<std::int64_t> layout_sizes;
   if (parallel.pipeline_layout) {
-    const auto stages = parse_pipeline_layout(*parallel.pipeline_layout);
+    const auto& stages = parallel.layout_stages;
     const std::string problem = pipeline_layout_problem(stages, model.layers, model.mtp_layers);
     if (!problem.empty()) {
       throw InputError(where, "parallel.pipeline_layout", *parallel.pipeline_layout, problem);

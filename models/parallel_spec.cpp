@@ -32,12 +32,12 @@ void read_pipeline(JsonObject& object, ParallelSpec& spec) {
     node->fail(
         "places every layer; first_stage_layers / last_stage_layers cannot be given with it");
   }
-  std::size_t stages = 0;
   try {
-    stages = parse_pipeline_layout(*spec.pipeline_layout).size();
+    spec.layout_stages = parse_pipeline_layout(*spec.pipeline_layout);
   } catch (const std::invalid_argument& e) {
     node->fail(e.what());
   }
+  const std::size_t stages = spec.layout_stages.size();
   const auto pp = static_cast<std::size_t>(spec.pp);
   if (stages % pp != 0) {
     node->fail("has " + std::to_string(stages) +

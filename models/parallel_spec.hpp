@@ -14,6 +14,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "models/pipeline_layout.hpp"
 
 namespace wallsim {
 
@@ -58,8 +61,8 @@ struct ParallelSpec {
   std::int64_t vpp = 1;
   std::optional<std::int64_t> first_stage_layers;
   std::optional<std::int64_t> last_stage_layers;
-  std::optional<std::string>
-      pipeline_layout;  // as written; checked against the model in make_layout
+  std::optional<std::string> pipeline_layout;  // as written
+  std::vector<LayoutStage> layout_stages;      // parsed; checked against the model in make_layout
   std::int64_t ep = 1;
   std::int64_t etp = 1;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;

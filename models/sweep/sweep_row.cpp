@@ -70,8 +70,8 @@ SweepRow row_from_json(const nlohmann::json& j, const std::string& where) {
     r.point.pp = j.at("pp").get<std::int64_t>();
     r.point.vpp = j.at("vpp").get<std::int64_t>();
     // Megatron's choice is stored as "" (point_id leaves it out).
-    r.point.schedule = j.value("schedule", std::string());
-    if (r.point.schedule == (r.point.vpp > 1 ? "interleaved" : "1f1b")) r.point.schedule.clear();
+    const std::string schedule = j.value("schedule", std::string());
+    if (schedule != effective_schedule(r.point)) r.point.schedule = schedule;
     r.point.ep = j.value("ep", std::int64_t{1});
     r.point.etp = j.value("etp", std::int64_t{1});
     r.point.dispatcher = dispatcher_from(j.value("dispatcher", std::string("alltoall")), where);
