@@ -164,6 +164,28 @@ const PipelineSchedule& choose_schedule(const ModelSpec& model, const ParallelSp
   return *schedule;
 }
 
+// The effective sharding; a stated one must agree with training.distributed_optimizer (the run
+// config makes them agree), and sharded gradients are modelled where their reduction is.
+DataSharding choose_data_sharding(const ModelSpec& model, const ParallelSpec& p,
+                                  const TrainingSpec& t, const std::string& where) {
+  const DataSharding fallback =
+      t.distributed_optimizer ? DataSharding::kOptimizer : DataSharding::kNone;
+  const DataSharding sharding = p.data_sharding.value_or(fallback);
+  const std::string name = to_string(sharding);
+  if ((sharding != DataSharding::kNone) != t.distributed_optimizer) {
+    throw InputError(where, "parallel.data_sharding", name,
+                     std::string("contradicts training.distributed_optimizer = ") +
+                         (t.distributed_optimizer ? "true" : "false"));
+  }
+  if (sharding >= DataSharding::kGrads && model.tied_embeddings && p.pp > 1) {
+    throw InputError(where, "parallel.data_sharding", name,
+                     "sharded gradients with tied embeddings on pp > 1 are not modelled (the "
+                     "first and last stage's embedding gradients would be reduced per "
+                     "micro-batch and then summed between them)");
+  }
+  return sharding;
+}
+
 }  // namespace
 
 Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
@@ -201,6 +223,7 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
                      "\"per_layer\"");
   }
   layout.num_microbatches = training.global_batch / (training.micro_batch * layout.sizes.dp);
+  layout.data_sharding = choose_data_sharding(model, parallel, training, where);
   if (const std::string why = schedule.rejects(layout.pipeline_shape()); !why.empty()) {
     throw InputError(where, "training.schedule", schedule.name, why);
   }

@@ -51,6 +51,8 @@ struct Layout {
   const PipelineSchedule* schedule = nullptr;  // training.schedule, or Megatron's choice by vpp
   VirtualStages virtual_stages;                // where the schedule puts each (stage, chunk)
   std::int64_t num_microbatches = 1;           // m = global_batch / (micro_batch·dp)
+  // parallel.data_sharding, or what training.distributed_optimizer implies (optimizer / none).
+  DataSharding data_sharding = DataSharding::kNone;
   LayerPlacement placement;
   std::vector<std::string> notes;  // what was adjusted, for the user
 

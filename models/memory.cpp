@@ -129,6 +129,31 @@ StageActivations stage_activations(const ModelSpec& model, const Layout& layout,
   return result;
 }
 
+// ZeRO-2/3's transient unit buffers (models/step/data_parallel_ops.hpp): the unsharded
+// gradients of the unit whose backward runs and of the one before it, still reduce-scattering;
+// with ZeRO-3 also the gathered bf16 parameters of the unit running and of the one prefetched.
+// Two of the stage's largest unit, an upper bound of what the replay holds at once.
+double unit_buffer_bytes(const ModelSpec& model, const Layout& layout, const TrainingSpec& training,
+                         std::int64_t stage) {
+  if (layout.data_sharding < DataSharding::kGrads) return 0.0;
+  const double tp = d(layout.sizes.tp);
+  double largest = 0;
+  for (const auto& chunk : layers_of(layout, stage).chunks) {
+    for (std::int64_t layer = chunk.first_layer; layer < chunk.first_layer + chunk.count; ++layer) {
+      const LayerParameters p = layer_parameters(model, layer);
+      largest = std::max(largest, p.tp_sharded() / tp + p.replicated() +
+                                      p.experts / d(layout.expert.etp * layout.expert.ep));
+    }
+  }
+  const double embedding = embedding_parameters(model, layout.sizes.tp) / tp;
+  if (is_first(layout, stage) || holds_output_weights(model, layout, stage)) {
+    largest = std::max(largest, embedding);
+  }
+  double per_param = dtype_bytes(training.grad_reduce_dtype);
+  if (layout.data_sharding == DataSharding::kParams) per_param += 2.0;
+  return 2.0 * largest * per_param;
+}
+
 double buffer_bytes(const MemoryAllowances& allowances, double tracked_bytes) {
   return allowances.cuda_context_bytes + allowances.workspace_bytes + allowances.comm_buffer_bytes +
          allowances.allocator_slack * tracked_bytes;
@@ -144,14 +169,23 @@ StageMemory stage_memory(const ModelSpec& model, const Layout& layout, const Tra
   const StageParameters parameters = stage_parameters(model, layout, stage);
   m.parameters = parameters.total();
   const StaticBytesPerParam per_param = static_bytes_per_param(layout, training);
-  m.weights = per_param.weights * m.parameters;
-  m.grads = per_param.grads * m.parameters;
-  m.optimizer = per_param.optimizer * (parameters.tp_sharded + parameters.replicated) +
-                12.0 / d(expert_optimizer_shards(layout, training)) * parameters.expert_sharded;
+  const double dense = parameters.tp_sharded + parameters.replicated;
+  const double expert = parameters.expert_sharded;
+  const double dense_shards = d(optimizer_shards(layout, training));
+  const double expert_shards = d(expert_optimizer_shards(layout, training));
+  // Sharded over DP×CP (expert DP for routed experts) from the stage that shards them on.
+  const auto held = [&](DataSharding from) {
+    return layout.data_sharding >= from ? dense / dense_shards + expert / expert_shards
+                                        : dense + expert;
+  };
+  m.weights = per_param.weights * held(DataSharding::kParams);
+  m.grads = per_param.grads * held(DataSharding::kGrads);
+  m.optimizer = 12.0 * held(DataSharding::kOptimizer);
   const StageActivations activations = stage_activations(model, layout, training, stage);
   m.activations = activations.bytes;
   m.microbatches_in_flight = activations.in_flight;
-  const double tracked = m.weights + m.grads + m.optimizer + m.activations;
+  m.unit_buffers = unit_buffer_bytes(model, layout, training, stage);
+  const double tracked = m.weights + m.grads + m.optimizer + m.activations + m.unit_buffers;
   m.buffers = buffer_bytes(training.memory_allowances, tracked);
   m.peak = tracked + m.buffers;
   return m;
@@ -232,12 +266,12 @@ StageParameters stage_parameters(const ModelSpec& model, const Layout& layout, s
   return p;
 }
 
-std::int64_t optimizer_shards(const Layout& layout, const TrainingSpec& training) {
-  return training.distributed_optimizer ? layout.dp_cp() : 1;
+std::int64_t optimizer_shards(const Layout& layout, const TrainingSpec&) {
+  return layout.data_sharding >= DataSharding::kOptimizer ? layout.dp_cp() : 1;
 }
 
-std::int64_t expert_optimizer_shards(const Layout& layout, const TrainingSpec& training) {
-  return training.distributed_optimizer ? layout.expert.edp : 1;
+std::int64_t expert_optimizer_shards(const Layout& layout, const TrainingSpec&) {
+  return layout.data_sharding >= DataSharding::kOptimizer ? layout.expert.edp : 1;
 }
 
 StaticBytesPerParam static_bytes_per_param(const Layout& layout, const TrainingSpec& training) {

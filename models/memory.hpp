@@ -21,6 +21,9 @@
 // own kind: MoE layers keep more than dense ones), kept alive by the stage's pipeline schedule
 // (pipeline_schedule.hpp); full recompute adds the largest layer's complete activations while its
 // backward runs. MTP layers add a layer and an output layer's bytes to the last stage.
+// Sharding (layout.data_sharding, ZeRO stages): optimizer state ÷ dp·cp from "optimizer" on,
+// gradients from "grads" on, bf16 weights with "params" (routed experts ÷ edp); the ZeRO paper's
+// (2 + 2 + K)Ψ / N_d family (Rajbhandari et al. 2020, §5), with 4-byte main gradients.
 // Buffers: training.memory_allowances.
 #pragma once
 
@@ -74,6 +77,7 @@ struct StageMemory {
   double grads = 0;
   double optimizer = 0;
   double activations = 0;
+  double unit_buffers = 0;  // ZeRO-2/3: unsharded unit gradients and gathered unit parameters
   double buffers = 0;
   double peak = 0;
   std::int64_t microbatches_in_flight = 0;  // (micro-batch, chunk) forwards alive at the peak

@@ -132,6 +132,28 @@ std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name) {
   return std::nullopt;
 }
 
+const char* to_string(DataSharding sharding) {
+  switch (sharding) {
+    case DataSharding::kNone:
+      return "none";
+    case DataSharding::kOptimizer:
+      return "optimizer";
+    case DataSharding::kGrads:
+      return "grads";
+    case DataSharding::kParams:
+      return "params";
+  }
+  return "none";
+}
+
+std::optional<DataSharding> parse_data_sharding(std::string_view name) {
+  for (auto sharding : {DataSharding::kNone, DataSharding::kOptimizer, DataSharding::kGrads,
+                        DataSharding::kParams}) {
+    if (name == to_string(sharding)) return sharding;
+  }
+  return std::nullopt;
+}
+
 const char* to_string(Axis axis) {
   switch (axis) {
     case Axis::tp:
@@ -180,6 +202,10 @@ ParallelSpec parse_parallel_spec(const JsonNode& node) {
   read_pipeline(object, spec);
   if (auto order = object.find("order")) spec.order = parse_axis_order(*order);
   if (auto dp = object.find("dp")) spec.dp = dp->as_integer(1);
+  if (object.has("data_sharding")) {
+    spec.data_sharding = parse_data_sharding(
+        object.choice_or("data_sharding", "optimizer", {"none", "optimizer", "grads", "params"}));
+  }
   object.finish();
   return spec;
 }

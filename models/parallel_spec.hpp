@@ -6,7 +6,8 @@
 // absent = even split) or pipeline_layout (Megatron's --pipeline-model-parallel-layout,
 // models/pipeline_layout.hpp; its stage count / pp is vpp), ep 1, etp 1, moe_dispatcher "alltoall",
 // moe_grouped_gemm true (MoE models only), ep_group_style "megatron", order "tp-cp-ep-dp-pp", dp
-// (optional; must equal num_gpus / (tp·cp·pp)).
+// (optional; must equal num_gpus / (tp·cp·pp)), data_sharding (absent: "optimizer" with
+// training.distributed_optimizer, "none" without).
 #pragma once
 
 #include <array>
@@ -46,6 +47,15 @@ const char* to_string(CpCommType type);  // "p2p", "all_gather", "a2a", "a2a+p2p
 enum class EpGroupStyle { kMegatron, kDeepSpeed };
 const char* to_string(EpGroupStyle style);  // "megatron", "deepspeed"
 
+// What the data-parallel group shards (ZeRO stages; Megatron-FSDP's
+// --data-parallel-sharding-strategy no_shard | optim | optim_grads | optim_grads_params):
+// nothing (DDP), the optimizer state (ZeRO-1, Megatron's distributed optimizer), also the
+// gradients (ZeRO-2), also the parameters (ZeRO-3 / FSDP). models/step/data_parallel_ops.hpp
+// says what each one communicates and when.
+enum class DataSharding { kNone, kOptimizer, kGrads, kParams };
+const char* to_string(DataSharding sharding);  // "none", "optimizer", "grads", "params"
+std::optional<DataSharding> parse_data_sharding(std::string_view name);
+
 // Axes listed from the smallest stride to the largest (Megatron's `order`).
 using AxisOrder = std::array<Axis, 5>;
 
@@ -71,6 +81,9 @@ struct ParallelSpec {
   EpGroupStyle ep_group_style = EpGroupStyle::kMegatron;
   AxisOrder order{Axis::tp, Axis::cp, Axis::ep, Axis::dp, Axis::pp};
   std::optional<std::int64_t> dp;  // only when the config states it
+  // Only when the config states it; the run config reconciles it with
+  // training.distributed_optimizer (Layout::data_sharding is the effective value).
+  std::optional<DataSharding> data_sharding;
 };
 
 // Parses "tp-cp-ep-dp-pp"-style orders: each of the five axes exactly once.

@@ -23,6 +23,7 @@ nlohmann::json stage_json(const StageMemory& s) {
           {"optimizer", s.optimizer},
           {"activations", s.activations},
           {"buffers", s.buffers},
+          {"unit_buffers", s.unit_buffers},
           {"peak", s.peak},
           {"parameters", s.parameters},
           {"microbatches_in_flight", s.microbatches_in_flight},

@@ -78,12 +78,34 @@ void read_calibration(JsonObject& top, RunConfig& config) {
   }
 }
 
+// parallel.data_sharding decides training.distributed_optimizer (any sharding of the optimizer
+// state is a distributed optimizer); stated both ways, they must agree.
+void reconcile_data_sharding(const JsonNode& training, std::optional<JsonNode> parallel,
+                             RunConfig& config) {
+  const auto sharding = config.parallel.data_sharding;
+  if (!sharding) return;
+  const bool sharded = *sharding != DataSharding::kNone;
+  if (training.json().contains("distributed_optimizer") &&
+      config.training.distributed_optimizer != sharded) {
+    JsonObject(*parallel)
+        .at("data_sharding")
+        .fail(std::string("contradicts training.distributed_optimizer = ") +
+              (sharded ? "false" : "true") + ": \"" + to_string(*sharding) + "\" " +
+              (sharded ? "shards" : "does not shard") +
+              " the optimizer state (drop one of the two keys)");
+  }
+  config.training.distributed_optimizer = sharded;
+}
+
 void read_sections(JsonObject& top, const Sources& sources, RunConfig& config) {
   config.model = parse_model_spec(section(top, sources, "model"));
   config.cluster = parse_cluster_spec(section(top, sources, "cluster"));
   config.num_gpus = top.integer("num_gpus", 1);
-  if (auto node = top.find("parallel")) config.parallel = parse_parallel_spec(*node);
-  config.training = parse_training_spec(top.at("training"));
+  auto parallel = top.find("parallel");
+  if (parallel) config.parallel = parse_parallel_spec(*parallel);
+  const JsonNode training = top.at("training");
+  config.training = parse_training_spec(training);
+  reconcile_data_sharding(training, parallel, config);
   if (auto node = top.find("simulation")) config.simulation = parse_simulation_spec(*node);
   read_calibration(top, config);
   top.string_or("description", "");

@@ -28,12 +28,14 @@ std::string layer_ranges(const models::StageLayers& layers) {
   return text;
 }
 
-void print_stage(const models::StageMemory& s, int layers_width) {
-  std::printf("  %5lld  %-*s %11s %11s %11s %11s %11s %11s\n", static_cast<long long>(s.stage),
-              layers_width, layer_ranges(s.layers).c_str(), format_bytes(s.weights).c_str(),
+// ZeRO-2/3 runs get a column for the transient unit buffers.
+void print_stage(const models::StageMemory& s, int layers_width, bool unit_buffers) {
+  std::printf("  %5lld  %-*s %11s %11s %11s %11s", static_cast<long long>(s.stage), layers_width,
+              layer_ranges(s.layers).c_str(), format_bytes(s.weights).c_str(),
               format_bytes(s.grads).c_str(), format_bytes(s.optimizer).c_str(),
-              format_bytes(s.activations).c_str(), format_bytes(s.buffers).c_str(),
-              format_bytes(s.peak).c_str());
+              format_bytes(s.activations).c_str());
+  if (unit_buffers) std::printf(" %12s", format_bytes(s.unit_buffers).c_str());
+  std::printf(" %11s %11s\n", format_bytes(s.buffers).c_str(), format_bytes(s.peak).c_str());
 }
 
 void print_table(const models::RunConfig& config, const models::MemoryReport& m) {
@@ -48,9 +50,12 @@ void print_table(const models::RunConfig& config, const models::MemoryReport& m)
   for (const auto& stage : m.stages) {
     layers_width = std::max(layers_width, static_cast<int>(layer_ranges(stage.layers).size()));
   }
-  std::printf("  %5s  %-*s %11s %11s %11s %11s %11s %11s\n", "stage", layers_width, "layers",
-              "weights", "grads", "optimizer", "activations", "buffers", "peak");
-  for (const auto& stage : m.stages) print_stage(stage, layers_width);
+  const bool unit_buffers = config.layout.data_sharding >= models::DataSharding::kGrads;
+  std::printf("  %5s  %-*s %11s %11s %11s %11s", "stage", layers_width, "layers", "weights",
+              "grads", "optimizer", "activations");
+  if (unit_buffers) std::printf(" %12s", "unit buffers");
+  std::printf(" %11s %11s\n", "buffers", "peak");
+  for (const auto& stage : m.stages) print_stage(stage, layers_width, unit_buffers);
   std::printf("peak %s on stage %lld of %s HBM: %s\n", format_bytes(m.peak_bytes).c_str(),
               static_cast<long long>(m.worst_stage), format_bytes(m.hbm_bytes).c_str(),
               m.fits_in_memory ? "fits" : "DOES NOT FIT");

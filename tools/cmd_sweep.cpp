@@ -65,6 +65,12 @@ SweepSetup load_setup(const SweepOptions& options) {
   setup.space = models::default_space({parsed.model.layers, setup.base.num_gpus,
                                        parsed.cluster.gpus_per_domain(), parsed.training.seq_len,
                                        parsed.model.moe ? parsed.model.moe->experts : 0});
+  // A sharding the base config states holds for every point unless --vary sharding changes it.
+  const auto& base_parallel = setup.base.document.value("parallel", nlohmann::json::object());
+  if (base_parallel.contains("data_sharding") && base_parallel["data_sharding"].is_string()) {
+    setup.space.sharding = {
+        models::parse_data_sharding(base_parallel["data_sharding"].get<std::string>())};
+  }
   for (const auto& assignment : options.vary) {
     models::apply_vary(setup.space, assignment);
     if (models::sweeps_experts(setup.space) && !parsed.model.moe) {

@@ -89,6 +89,7 @@ std::vector<StageMemorySummary> stage_memory(const MemoryReport& report, const S
                                stage.activations,
                                stage.buffers,
                                stage.peak};
+    summary.unit_buffers = stage.unit_buffers;
     for (std::size_t r = 0; r < program.graphs.size(); ++r) {
       if (program.stage[r] != stage.stage) continue;
       summary.simulated_peak = std::max(summary.simulated_peak, replay.ranks[r].peak_bytes);

@@ -31,6 +31,22 @@ DataParallelOps::DataParallelOps(OpEmitter& emit, const DpSetting& setting,
 }
 
 void DataParallelOps::build_buckets() {
+  if (shards_grads()) {
+    build_unit_buckets();
+  } else {
+    build_size_buckets();
+  }
+  // Parameters are gathered in forward order: chunk by chunk, each chunk's buckets reversed.
+  for (std::size_t chunk = 0; chunk < chunk_units_.size(); ++chunk) {
+    for (std::size_t b = buckets_.size(); b-- > 0;) {
+      if (buckets_[b].chunk == static_cast<std::int64_t>(chunk)) forward_order_.push_back(b);
+    }
+  }
+  gathers_.assign(forward_order_.size(), std::nullopt);
+  if (shards_grads()) index_units();
+}
+
+void DataParallelOps::build_size_buckets() {
   for (std::size_t chunk = 0; chunk < chunk_units_.size(); ++chunk) {
     const bool bucketing =
         setting_.overlap_grad_reduce && setting_.bucketed_chunk == static_cast<std::int64_t>(chunk);
@@ -51,13 +67,6 @@ void DataParallelOps::build_buckets() {
       if (!open.units.empty()) buckets_.push_back(open);
     }
   }
-  // Parameters are gathered in forward order: chunk by chunk, each chunk's buckets reversed.
-  for (std::size_t chunk = 0; chunk < chunk_units_.size(); ++chunk) {
-    for (std::size_t b = buckets_.size(); b-- > 0;) {
-      if (buckets_[b].chunk == static_cast<std::int64_t>(chunk)) forward_order_.push_back(b);
-    }
-  }
-  gathers_.assign(forward_order_.size(), std::nullopt);
 }
 
 void DataParallelOps::tag(const std::string& prefix) {
@@ -86,7 +95,7 @@ OpIndex DataParallelOps::gather_bucket(std::size_t position, const Deps& deps) {
 Deps DataParallelOps::before_first_forward(std::int64_t chunk, std::int64_t module,
                                            const Deps& issue_after) {
   if ((!setting_.active && !setting_.expert_active) || !setting_.distributed_optimizer ||
-      !setting_.overlap_param_gather) {
+      shards_params() || !setting_.overlap_param_gather) {
     return {};
   }
   std::vector<std::size_t> positions;
@@ -139,6 +148,7 @@ void DataParallelOps::chunk_gradients_ready(std::int64_t chunk,
                            " do not match its parameter units");
   }
   if (!setting_.active && !setting_.expert_active) return;
+  if (shards_grads()) return;  // every micro-batch reduced its own (microbatch_gradients_ready)
   if (!setting_.overlap_grad_reduce) {
     pending_grads_[c] = grads;
     return;
@@ -175,7 +185,7 @@ void DataParallelOps::finish_step(double stage_params) {
       expert_params / static_cast<double>(setting_.expert_optimizer_shards);
   const OpIndex step = emit_.memory_bound("step", kOptimizerBytesPerParam * shard, before_step,
                                           OpCategory::kOptimizer);
-  if (setting_.distributed_optimizer && !setting_.overlap_param_gather) {
+  if (setting_.distributed_optimizer && !shards_params() && !setting_.overlap_param_gather) {
     for (std::size_t p = 0; p < forward_order_.size(); ++p) {
       if (reduces(buckets_[forward_order_[p]])) gathers_[p] = gather_bucket(p, {step});
     }

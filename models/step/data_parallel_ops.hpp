@@ -20,11 +20,32 @@
 // bucket: after the step, or with overlap_param_gather lazily in the next forward, which this
 // step's first micro-batch stands for (steady state): bucket i's first use waits for its all-gather
 // and dispatches bucket i+1's (Megatron's forward pre-hook), so the first one is exposed.
+//
+// Sharded gradients and parameters (DataSharding kGrads / kParams: ZeRO-2 / ZeRO-3, Megatron-FSDP's
+// optim_grads / optim_grads_params). Buckets are FSDP units: each decoder layer, the embedding,
+// and the output layer with its final norm (and the MTP layers) — Megatron-FSDP's
+// fsdp_unit_modules (TransformerLayer, LanguageModelEmbedding); routed experts form units of their
+// own over expert DP. Gradients are not delayed to the last micro-batch: every micro-batch's
+// backward reduce-scatters each unit's gradient (MegatronFSDP.__init__: is_delay_grad_reduce only
+// for no_shard and optim), so the unit's unsharded gradient lives from its backward until that
+// reduce-scatter ends (grad_bytes_per_param each). ZeRO-2 keeps whole bf16 parameters and
+// gathers the updated ones after the optimizer step, like the distributed optimizer. ZeRO-3 keeps
+// 1/|DP×CP| of them and all-gathers each unit (2 bytes per parameter) before its forward and again
+// before its backward in every micro-batch, on stream kDpGather; using unit i dispatches unit
+// i+1's gather (unit i−1's in the backward), the prefetch of one unit that Megatron-FSDP's
+// communication unit of twice the average FSDP unit and FSDP2's implicit prefetch give. The
+// gathered parameters are allocated when the gather starts and freed when the unit's last kernel
+// of that pass ends; no gather follows the optimizer step. Per step and parameter with m
+// micro-batches: ZeRO-1 moves 4 bytes reduce-scattered + 2 gathered, ZeRO-3 m·(4 + 2 + 2)
+// (the ZeRO paper's 2Ψ vs 3Ψ elements at m = 1: Rajbhandari et al. 2020, §7).
 #pragma once
 
+#include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
+#include "models/parallel_spec.hpp"
 #include "models/step/op_emitter.hpp"
 #include "models/step/step_context.hpp"
 
@@ -35,6 +56,8 @@ struct DpSetting {
   GroupIndex group = 0;
   std::int64_t group_size = 1;
   bool distributed_optimizer = false;
+  DataSharding sharding = DataSharding::kNone;  // kOptimizer or more: distributed_optimizer
+  std::int64_t decoder_layers = 0;              // ParamUnit modules from here on are MTP layers
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   // Gradients are bucketed only in the chunk holding the first virtual stage (as Megatron-LM's
@@ -73,6 +96,22 @@ class DataParallelOps {
   // waits for (empty unless overlap_param_gather). Gathers dispatched now wait for
   // `issue_after` (the module's input: a pipeline receive) and the last compute op.
   Deps before_first_forward(std::int64_t chunk, std::int64_t module, const Deps& issue_after);
+  // Any micro-batch's forward is about to run `module` of `chunk`: what it waits for (the
+  // parameter all-gathers above for micro-batch 0, ZeRO-3's gathers for every one).
+  Deps before_forward(std::int64_t microbatch, std::int64_t chunk, std::int64_t module,
+                      const Deps& issue_after);
+  // The forward (backward) of `module` has just been emitted: ZeRO-3 frees its gathered
+  // parameters when the last kernel emitted ends.
+  void after_forward(std::int64_t chunk, std::int64_t module);
+  void after_backward(std::int64_t chunk, std::int64_t module);
+  // The backward of `module` is about to be emitted: ZeRO-3's gathers it waits for; with sharded
+  // gradients its first kernel allocates the unit's unsharded gradient.
+  Deps before_backward(std::int64_t microbatch, std::int64_t chunk, std::int64_t module,
+                       const Deps& issue_after);
+  // A micro-batch's gradients of `chunk` are complete (after its B pass, or its W pass): with
+  // sharded gradients each unit is reduce-scattered now.
+  void microbatch_gradients_ready(std::int64_t microbatch, std::int64_t chunk,
+                                  const std::vector<GradReady>& grads);
   // The last micro-batch's backward of `chunk` has ended; `grads` match the chunk's units.
   void chunk_gradients_ready(std::int64_t chunk, const std::vector<GradReady>& grads);
   // After the schedule: deferred reductions, embedding all-reduce, optimizer, parameter gather.
@@ -81,11 +120,29 @@ class DataParallelOps {
 
  private:
   void build_buckets();
+  void build_size_buckets();
   bool reduces(const Bucket& bucket) const;
   GroupIndex group_of(const Bucket& bucket) const;
   OpIndex reduce_bucket(std::size_t bucket, const std::vector<GradReady>& grads);
   OpIndex gather_bucket(std::size_t forward_position, const Deps& deps);
   void tag(const std::string& prefix);
+  bool shards_grads() const { return setting_.sharding >= DataSharding::kGrads; }
+  bool shards_params() const { return setting_.sharding == DataSharding::kParams; }
+  // The FSDP unit a parameter unit belongs to (MTP layers go with the output layer).
+  std::int64_t unit_module(const ParamUnit& unit) const;
+  void build_unit_buckets();
+  // Positions in forward_order_ of `module`'s buckets in `chunk`.
+  const std::vector<std::size_t>& module_positions(std::int64_t chunk, std::int64_t module) const;
+  void index_units();
+  double module_params(std::int64_t chunk, std::int64_t module) const;
+  // The unit `step` places after (+1) or before (-1) `module` in the chunk's forward order.
+  std::optional<std::int64_t> neighbour_module(std::int64_t chunk, std::int64_t module,
+                                               int step) const;
+  // ZeRO-3: the gathers of `module` for one pass, dispatching the next unit's (`step` +1 in
+  // the forward, -1 in the backward) within the chunk.
+  struct PassGathers;
+  Deps gather_for_pass(PassGathers& pass, std::int64_t microbatch, std::int64_t chunk,
+                       std::int64_t module, int step, const Deps& issue_after);
 
   OpEmitter& emit_;
   DpSetting setting_;
@@ -95,6 +152,17 @@ class DataParallelOps {
   std::vector<std::optional<OpIndex>> gathers_;        // by forward position
   std::vector<std::vector<GradReady>> pending_grads_;  // per chunk, without overlap
   std::vector<OpIndex> reductions_;
+  // ZeRO-3: the gathers of the forward and the backward pass being emitted (EP overlap emits
+  // one of each at once), by forward position; a pass is one (micro-batch, chunk).
+  struct PassGathers {
+    std::int64_t microbatch = -1;
+    std::int64_t chunk = -1;
+    std::vector<std::optional<OpIndex>> gathers;
+  };
+  PassGathers forward_pass_;
+  PassGathers backward_pass_;
+  std::vector<std::vector<std::int64_t>> unit_order_;  // per chunk: FSDP units, forward order
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::size_t>> unit_positions_;
 };
 
 }  // namespace wallsim::models

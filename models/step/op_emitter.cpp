@@ -246,11 +246,14 @@ OpIndex OpEmitter::memory_bound_kernels(std::string_view name, double bytes, int
 
 OpIndex OpEmitter::collective(std::string_view name, CollectiveOp op_kind, double bytes,
                               GroupIndex group, OpCategory category, StreamIndex stream,
-                              const Deps& deps, bool occupies_sms) {
+                              const Deps& deps, bool occupies_sms, double alloc_bytes,
+                              double free_bytes) {
   Op op = tagged(OpKind::kCollective, category, stream);
   op.group = group;
   op.payload = payloads_.index(op_kind, bytes);
   op.occupies_sms = occupies_sms;
+  op.alloc_bytes = alloc_bytes;
+  op.free_bytes = free_bytes;
   return add(std::move(op), name, deps);
 }
 

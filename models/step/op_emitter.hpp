@@ -138,9 +138,11 @@ class OpEmitter {
   // per kernel when run eagerly (e.g. an unfused MoE router's dozens of kernels).
   OpIndex memory_bound_kernels(std::string_view name, double bytes, int kernels,
                                const Deps& deps = {});
+  // `alloc_bytes` are allocated when the collective starts (its output buffer), `free_bytes`
+  // freed when it ends (its input).
   OpIndex collective(std::string_view name, CollectiveOp op, double bytes, GroupIndex group,
                      OpCategory category, StreamIndex stream, const Deps& deps,
-                     bool occupies_sms = true);
+                     bool occupies_sms = true, double alloc_bytes = 0, double free_bytes = 0);
   // Pipeline transfers; `tag` keeps activations and gradients between the same two ranks
   // apart (with pp = 2 both flow both ways).
   OpIndex send(std::string_view name, RankIndex peer, double bytes, StreamIndex stream,

@@ -109,8 +109,7 @@ void PipelineOps::send(std::int64_t microbatch, bool forward_pass, std::optional
 
 Deps PipelineOps::parameters_for(std::int64_t microbatch, std::int64_t chunk, std::int64_t module,
                                  const Deps& input) {
-  if (microbatch != 0) return {};
-  return data_parallel_.before_first_forward(chunk, module, input);
+  return data_parallel_.before_forward(microbatch, chunk, module, input);
 }
 
 Deps PipelineOps::forward_prologue(std::int64_t microbatch, std::int64_t chunk) {
@@ -121,6 +120,7 @@ Deps PipelineOps::forward_prologue(std::int64_t microbatch, std::int64_t chunk) 
   if (first_virtual_stage(chunk)) {
     const Deps params = parameters_for(microbatch, chunk, kEmbeddingModule, input);
     input = {layers_.embedding_forward(microbatch, joined(input, params))};
+    data_parallel_.after_forward(chunk, kEmbeddingModule);
   }
   return input;
 }
@@ -130,6 +130,7 @@ void PipelineOps::forward_epilogue(std::int64_t microbatch, std::int64_t chunk, 
     const Deps params = parameters_for(microbatch, chunk, kOutputModule, input);
     OpIndex done = layers_.output_forward(microbatch, joined(input, params));
     if (setting_.mtp) done = layers_.mtp_forward(microbatch, {done});
+    data_parallel_.after_forward(chunk, kOutputModule);
     output_done_[static_cast<std::size_t>(microbatch)] = done;
   } else {
     send(microbatch, true, neighbour(chunk, +1), Streams::kPpSendForward);
@@ -141,8 +142,11 @@ Deps PipelineOps::backward_prologue(std::int64_t microbatch, std::int64_t chunk,
   if (last_virtual_stage(chunk)) {
     // The loss gradient needs the forward's last cross-entropy all-reduce.
     Deps loss{*output_done_[static_cast<std::size_t>(microbatch)]};
+    loss = joined(loss, data_parallel_.before_backward(microbatch, chunk, kOutputModule, loss));
     if (setting_.mtp) loss = {layers_.mtp_backward(microbatch, loss, grads)};
-    return {layers_.output_backward(microbatch, loss, grads)};
+    const OpIndex done = layers_.output_backward(microbatch, loss, grads);
+    data_parallel_.after_backward(chunk, kOutputModule);
+    return {done};
   }
   return receive(microbatch, false, neighbour(chunk, +1), Streams::kPpRecvBackward);
 }
@@ -151,7 +155,9 @@ void PipelineOps::backward_epilogue(std::int64_t microbatch, std::int64_t chunk,
                                     const std::vector<GradReady>& grads_in) {
   std::vector<GradReady> grads = grads_in;
   if (first_virtual_stage(chunk)) {
+    data_parallel_.before_backward(microbatch, chunk, kEmbeddingModule, {});
     layers_.embedding_backward(microbatch, grads);
+    data_parallel_.after_backward(chunk, kEmbeddingModule);
   } else {
     send(microbatch, false, neighbour(chunk, -1), Streams::kPpSendBackward);
   }
@@ -160,6 +166,7 @@ void PipelineOps::backward_epilogue(std::int64_t microbatch, std::int64_t chunk,
                                              std::move(grads)};
     return;
   }
+  data_parallel_.microbatch_gradients_ready(microbatch, chunk, grads);
   if (microbatch == setting_.shape.microbatches - 1) {
     data_parallel_.chunk_gradients_ready(chunk, grads);
   }
@@ -174,6 +181,7 @@ void PipelineOps::weight(std::int64_t microbatch, std::int64_t chunk) {
   PendingWeights pending = std::move(it->second);
   pending_weights_.erase(it);
   emit_.emit_weight_gradients(std::move(pending.deferred), pending.grads);
+  data_parallel_.microbatch_gradients_ready(microbatch, chunk, pending.grads);
   if (microbatch == setting_.shape.microbatches - 1) {
     data_parallel_.chunk_gradients_ready(chunk, pending.grads);
   }
@@ -192,6 +200,7 @@ void PipelineOps::forward(std::int64_t microbatch, std::int64_t chunk) {
   for (std::int64_t layer : chunk_layers(chunk, true)) {
     const Deps params = parameters_for(microbatch, chunk, layer, input);
     input = {layers_.forward(microbatch, layer, joined(input, params))};
+    data_parallel_.after_forward(chunk, layer);
   }
   forward_epilogue(microbatch, chunk, input);
 }
@@ -201,7 +210,9 @@ void PipelineOps::backward(std::int64_t microbatch, std::int64_t chunk) {
   std::vector<GradReady> grads;
   Deps input = backward_prologue(microbatch, chunk, grads);
   for (std::int64_t layer : chunk_layers(chunk, false)) {
-    input = {layers_.backward(microbatch, layer, input, grads)};
+    const Deps params = data_parallel_.before_backward(microbatch, chunk, layer, input);
+    input = {layers_.backward(microbatch, layer, joined(input, params), grads)};
+    data_parallel_.after_backward(chunk, layer);
   }
   backward_epilogue(microbatch, chunk, grads);
   emit_.defer_weight_gradients(false);
@@ -224,22 +235,32 @@ void PipelineOps::combined(const ScheduleItem& f, const ScheduleItem& b) {
     if (has_f && has_b && layers_.overlappable(forward_layers[k]) &&
         layers_.overlappable(backward_layers[k])) {
       const Deps params = parameters_for(f.microbatch, f.chunk, forward_layers[k], forward_input);
-      LayerBackward back = layers_.backward_begin(b.microbatch, backward_layers[k], backward_input);
+      const Deps backward_params =
+          data_parallel_.before_backward(b.microbatch, b.chunk, backward_layers[k], backward_input);
+      LayerBackward back = layers_.backward_begin(b.microbatch, backward_layers[k],
+                                                  joined(backward_input, backward_params));
       LayerForward fwd =
           layers_.forward_begin(f.microbatch, forward_layers[k], joined(forward_input, params));
       layers_.backward_experts(back);
       layers_.forward_experts(fwd);
       backward_input = {layers_.backward_end(back, grads)};
+      data_parallel_.after_backward(b.chunk, backward_layers[k]);
       forward_input = {layers_.forward_end(fwd)};
+      data_parallel_.after_forward(f.chunk, forward_layers[k]);
       continue;
     }
     if (has_f) {
       const Deps params = parameters_for(f.microbatch, f.chunk, forward_layers[k], forward_input);
       forward_input = {
           layers_.forward(f.microbatch, forward_layers[k], joined(forward_input, params))};
+      data_parallel_.after_forward(f.chunk, forward_layers[k]);
     }
     if (has_b) {
-      backward_input = {layers_.backward(b.microbatch, backward_layers[k], backward_input, grads)};
+      const Deps params =
+          data_parallel_.before_backward(b.microbatch, b.chunk, backward_layers[k], backward_input);
+      backward_input = {layers_.backward(b.microbatch, backward_layers[k],
+                                         joined(backward_input, params), grads)};
+      data_parallel_.after_backward(b.chunk, backward_layers[k]);
     }
   }
   forward_epilogue(f.microbatch, f.chunk, forward_input);

@@ -257,6 +257,8 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
   dp.active = dp.group_size > 1;
   if (dp.active) dp.group = table.index(in.dp_cp.of(rank), GroupPurpose::kDp);
   dp.distributed_optimizer = training.distributed_optimizer;
+  dp.sharding = layout.data_sharding;
+  dp.decoder_layers = in.config.model.layers;
   dp.overlap_grad_reduce = training.overlap.dp_grad_reduce;
   dp.overlap_param_gather = training.overlap.dp_param_gather;
   dp.bucketed_chunk = std::nullopt;

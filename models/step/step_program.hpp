@@ -31,6 +31,7 @@ struct Streams {
   static constexpr StreamIndex kPpRecvBackward = 6;
   static constexpr StreamIndex kCp = 7;
   static constexpr StreamIndex kEp = 8;
+  static constexpr StreamIndex kDpGather = 9;  // ZeRO-3's parameter all-gathers
 };
 
 // Every stream with its name in traces and reports, by index.
@@ -38,7 +39,7 @@ struct StreamInfo {
   StreamIndex index;
   const char* name;
 };
-inline constexpr std::array<StreamInfo, 9> kStreams{{
+inline constexpr std::array<StreamInfo, 10> kStreams{{
     {Streams::kCompute, "compute"},
     {Streams::kTp, "tp"},
     {Streams::kDp, "dp"},
@@ -48,6 +49,7 @@ inline constexpr std::array<StreamInfo, 9> kStreams{{
     {Streams::kPpRecvBackward, "pp recv bwd"},
     {Streams::kCp, "cp"},
     {Streams::kEp, "ep"},
+    {Streams::kDpGather, "dp gather"},
 }};
 static_assert([] {
   for (std::size_t i = 0; i < kStreams.size(); ++i) {

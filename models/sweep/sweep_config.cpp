@@ -54,6 +54,8 @@ std::vector<std::string> point_overrides(const SweepBase& base, const SweepPoint
   o.push_back("training.micro_batch=" + std::to_string(p.micro_batch));
   o.push_back(std::string("training.recompute=") + to_string(p.recompute));
   o.push_back("training.distributed_optimizer=" + flag(p.distributed_optimizer));
+  o.push_back(p.sharding ? std::string("parallel.data_sharding=\"") + to_string(*p.sharding) + "\""
+                         : std::string("parallel.data_sharding=null"));
   o.push_back("training.schedule=" + effective_schedule(p));
   for (const char* key : {"tp_comm", "dp_grad_reduce", "dp_param_gather"}) {
     o.push_back(std::string("training.overlap.") + key + "=" + flag(p.overlap));

@@ -179,6 +179,13 @@ void write_knobs(const SweepReport& report, std::ostream& out) {
     knobs.insert(knobs.begin() + 4,
                  {"schedule", [](const SweepRow& r) { return effective_schedule(r.point); }});
   }
+  const bool shardings = std::any_of(report.rows.begin(), report.rows.end(),
+                                     [](const auto& r) { return r.point.sharding.has_value(); });
+  if (shardings) {
+    knobs.push_back({"data sharding", [](const SweepRow& r) {
+                       return std::string(to_string(effective_sharding(r.point)));
+                     }});
+  }
   for (const auto& [name, value_of] : knobs) write_knob(name, value_of, report.rows, best, out);
 }
 

@@ -47,6 +47,8 @@ nlohmann::json row_to_json(const SweepRow& r) {
           {"num_microbatches", r.num_microbatches},
           {"recompute", to_string(p.recompute)},
           {"distributed_optimizer", p.distributed_optimizer},
+          {"data_sharding", to_string(effective_sharding(p))},
+          {"data_sharding_stated", p.sharding.has_value()},
           {"overlap", p.overlap},
           {"step_time_s", r.step_time_s},
           {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
@@ -80,6 +82,14 @@ SweepRow row_from_json(const nlohmann::json& j, const std::string& where) {
     r.num_microbatches = j.at("num_microbatches").get<std::int64_t>();
     r.point.recompute = recompute_from(j.at("recompute").get<std::string>(), where);
     r.point.distributed_optimizer = j.at("distributed_optimizer").get<bool>();
+    if (j.value("data_sharding_stated", false)) {
+      r.point.sharding = parse_data_sharding(j.at("data_sharding").get<std::string>());
+      if (!r.point.sharding) {
+        throw InputError(where, "rows", j.at("data_sharding").dump(),
+                         "malformed sweep row: data_sharding must be none, optimizer, grads or "
+                         "params");
+      }
+    }
     r.point.overlap = j.at("overlap").get<bool>();
     r.step_time_s = j.at("step_time_s").get<double>();
     r.tokens_per_s_per_gpu = j.at("tokens_per_s_per_gpu").get<double>();

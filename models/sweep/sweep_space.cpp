@@ -109,6 +109,18 @@ std::vector<std::string> parse_schedules(const std::string& assignment,
   return schedules;
 }
 
+std::vector<std::optional<DataSharding>> parse_shardings(const std::string& assignment,
+                                                         const std::vector<std::string>& values) {
+  std::vector<std::optional<DataSharding>> shardings;
+  for (const auto& value : values) {
+    const auto sharding = parse_data_sharding(value);
+    if (!sharding)
+      reject(assignment, "\"" + value + "\" must be one of: none, optimizer, grads, params");
+    shardings.emplace_back(sharding);
+  }
+  return shardings;
+}
+
 template <typename T>
 void keep_unique(std::vector<T>& values) {
   std::vector<T> unique;
@@ -129,6 +141,8 @@ std::string join(const std::vector<T>& values) {
       text += to_string(value);
     } else if constexpr (std::is_same_v<T, std::string>) {
       text += value;
+    } else if constexpr (std::is_same_v<T, std::optional<DataSharding>>) {
+      text += value ? to_string(*value) : "by dist_opt";
     } else {
       text += std::to_string(value);
     }
@@ -143,6 +157,11 @@ std::string effective_schedule(const SweepPoint& p) {
   return p.vpp > 1 ? "interleaved" : "1f1b";
 }
 
+DataSharding effective_sharding(const SweepPoint& p) {
+  if (p.sharding) return *p.sharding;
+  return p.distributed_optimizer ? DataSharding::kOptimizer : DataSharding::kNone;
+}
+
 std::string point_id(const SweepPoint& p) {
   std::string id = "tp" + std::to_string(p.tp) + "-cp" + std::to_string(p.cp) + "-pp" +
                    std::to_string(p.pp) + "-vpp" + std::to_string(p.vpp);
@@ -152,7 +171,12 @@ std::string point_id(const SweepPoint& p) {
   if (p.dispatcher != MoeDispatcher::kAllToAll) id += std::string("-") + to_string(p.dispatcher);
   id += "-mb" + std::to_string(p.micro_batch) + "-" + to_string(p.recompute);
   if (p.tp > 1 && !p.sequence_parallel) id += "-nosp";
-  if (!p.distributed_optimizer) id += "-nodo";
+  if (p.sharding) {
+    static constexpr const char* kNames[] = {"-ddp", "-zero1", "-zero2", "-fsdp"};
+    id += kNames[static_cast<int>(*p.sharding)];
+  } else if (!p.distributed_optimizer) {
+    id += "-nodo";
+  }
   if (!p.overlap) id += "-noov";
   return id;
 }
@@ -161,14 +185,16 @@ std::int64_t SweepSpace::size() const {
   return static_cast<std::int64_t>(tp.size() * sequence_parallel.size() * cp.size() * pp.size() *
                                    vpp.size() * schedule.size() * ep.size() * etp.size() *
                                    dispatcher.size() * micro_batch.size() * recompute.size() *
-                                   distributed_optimizer.size() * overlap.size());
+                                   distributed_optimizer.size() * sharding.size() * overlap.size());
 }
 
 SweepPoint SweepSpace::at(std::int64_t index) const {
   // Mixed radix, the last knob varying fastest.
   SweepPoint p;
   p.overlap = overlap[pick(overlap, index)];
+  p.sharding = sharding[pick(sharding, index)];
   p.distributed_optimizer = distributed_optimizer[pick(distributed_optimizer, index)];
+  if (p.sharding) p.distributed_optimizer = *p.sharding != DataSharding::kNone;
   p.recompute = recompute[pick(recompute, index)];
   p.micro_batch = micro_batch[pick(micro_batch, index)];
   p.dispatcher = dispatcher[pick(dispatcher, index)];
@@ -191,7 +217,7 @@ bool sweeps_experts(const SweepSpace& space) {
 const std::vector<std::string>& sweep_knob_names() {
   static const std::vector<std::string> kNames{
       "tp",  "sp",         "cp", "pp",        "vpp",      "schedule", "ep",
-      "etp", "dispatcher", "mb", "recompute", "dist_opt", "overlap"};
+      "etp", "dispatcher", "mb", "recompute", "dist_opt", "sharding", "overlap"};
   return kNames;
 }
 
@@ -247,6 +273,29 @@ std::string knob_list() {
 
 }  // namespace
 
+// dist_opt and sharding both decide whether optimizer state is sharded: one of them varies.
+void vary_optimizer_sharding(SweepSpace& space, const std::string& assignment,
+                             const std::string& knob, const std::vector<std::string>& values) {
+  const bool sharding_stated =
+      space.sharding != std::vector<std::optional<DataSharding>>{std::nullopt};
+  if (knob == "dist_opt") {
+    if (sharding_stated) {
+      reject(assignment,
+             "data sharding is already chosen (--vary sharding or the config's "
+             "parallel.data_sharding), which decides the distributed optimizer");
+    }
+    space.distributed_optimizer = parse_switches(assignment, values);
+    return;
+  }
+  if (space.distributed_optimizer.size() > 1) {
+    reject(assignment,
+           "vary either dist_opt or sharding: sharding decides the distributed "
+           "optimizer (\"none\" is without it)");
+  }
+  space.sharding = parse_shardings(assignment, values);
+  space.distributed_optimizer = {true};
+}
+
 void apply_vary(SweepSpace& space, const std::string& assignment) {
   const auto equals = assignment.find('=');
   if (equals == std::string::npos || equals + 1 == assignment.size()) {
@@ -268,8 +317,8 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
     space.recompute = parse_recompute(assignment, values);
   else if (knob == "sp")
     space.sequence_parallel = parse_switches(assignment, values);
-  else if (knob == "dist_opt")
-    space.distributed_optimizer = parse_switches(assignment, values);
+  else if (knob == "dist_opt" || knob == "sharding")
+    vary_optimizer_sharding(space, assignment, knob, values);
   else if (knob == "overlap")
     space.overlap = parse_switches(assignment, values);
   else if (knob == "ep")
@@ -295,6 +344,7 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
   keep_unique(space.recompute);
   keep_unique(space.sequence_parallel);
   keep_unique(space.distributed_optimizer);
+  keep_unique(space.sharding);
   keep_unique(space.overlap);
 }
 
@@ -318,7 +368,11 @@ std::vector<std::pair<std::string, std::string>> describe_space(const SweepSpace
   }
   knobs.emplace_back("mb", join(s.micro_batch));
   knobs.emplace_back("recompute", join(s.recompute));
-  knobs.emplace_back("dist_opt", join(s.distributed_optimizer));
+  if (s.sharding != std::vector<std::optional<DataSharding>>{std::nullopt}) {
+    knobs.emplace_back("sharding", join(s.sharding));
+  } else {
+    knobs.emplace_back("dist_opt", join(s.distributed_optimizer));
+  }
   knobs.emplace_back("overlap", join(s.overlap));
   return knobs;
 }

@@ -2,19 +2,23 @@
 //
 // A point is one value of every knob. Points are numbered 0 .. size()-1 in a fixed mixed-radix
 // order (tp varies slowest, then sp, cp, pp, vpp, schedule, ep, etp, dispatcher, micro_batch,
-// recompute, distributed optimizer, overlap), so an index names the same point on every machine and
-// in every shard. The default space (default_space) on a dense model: tp ∈ {1,2,4,8} within an
-// NVLink domain, sequence parallelism on, cp = 1 (∈ {1,2,4,8} from 16K tokens), pp over the
-// divisors of the GPU count that fit the layers, vpp over the splits the layers allow, micro_batch
-// ∈ {1,2,4}, recompute ∈ {none, selective, full}, distributed optimizer and overlaps on. On a
-// mixture-of-experts model also ep ∈ {1,2,4,…,64} (dividing the expert count), etp ∈ {1,2,4,8}
-// within an NVLink domain and the dispatcher ∈ {alltoall, allgather}. `--vary k=v,...` replaces a
-// knob's list (apply_vary). The pipeline schedule is Megatron's choice (interleaved when vpp > 1,
-// else 1f1b) unless `--vary schedule=...` lists others (e.g. megatron,zb_h1,zb_h2); a schedule that
-// cannot run a point's shape prunes the point with the schedule's reason.
+// recompute, distributed optimizer, data sharding, overlap), so an index names the same point on
+// every machine and in every shard. The default space (default_space) on a dense model: tp ∈
+// {1,2,4,8} within an NVLink domain, sequence parallelism on, cp = 1 (∈ {1,2,4,8} from 16K tokens),
+// pp over the divisors of the GPU count that fit the layers, vpp over the splits the layers allow,
+// micro_batch ∈ {1,2,4}, recompute ∈ {none, selective, full}, distributed optimizer and overlaps
+// on. On a mixture-of-experts model also ep ∈ {1,2,4,…,64} (dividing the expert count), etp ∈
+// {1,2,4,8} within an NVLink domain and the dispatcher ∈ {alltoall, allgather}. `--vary k=v,...`
+// replaces a knob's list (apply_vary). The pipeline schedule is Megatron's choice (interleaved when
+// vpp > 1, else 1f1b) unless `--vary schedule=...` lists others (e.g. megatron,zb_h1,zb_h2); a
+// schedule that cannot run a point's shape prunes the point with the schedule's reason. Data
+// sharding follows the distributed-optimizer switch (or the base config's parallel.data_sharding)
+// unless
+// `--vary sharding=none,optimizer,grads,params` lists ZeRO stages, which then decide it.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,8 +41,14 @@ struct SweepPoint {
   Recompute recompute = Recompute::none;
   bool distributed_optimizer = true;
   bool overlap = true;  // training.overlap.{tp_comm, dp_grad_reduce, dp_param_gather}
+  // parallel.data_sharding; nullopt: what distributed_optimizer implies. When set,
+  // distributed_optimizer follows it.
+  std::optional<DataSharding> sharding;
   bool operator==(const SweepPoint&) const = default;
 };
+
+// The sharding a point runs: its own, or "optimizer" / "none" by distributed_optimizer.
+DataSharding effective_sharding(const SweepPoint& point);
 
 // The schedule a point runs: its own, or Megatron's choice ("interleaved" when vpp > 1, "1f1b").
 std::string effective_schedule(const SweepPoint& point);
@@ -46,7 +56,8 @@ std::string effective_schedule(const SweepPoint& point);
 // A stable, file-name-safe name of a point, e.g. "tp8-cp1-pp4-vpp5-mb1-none"; a schedule other
 // than Megatron's choice adds "-zb_h1" (its name) after vpp; expert layouts add "-ep8", "-etp2"
 // (when > 1) and "-allgather"/"-flex" after vpp; switches that are off add
-// "-nosp" (only when tp > 1), "-nodo", "-noov".
+// "-nosp" (only when tp > 1), "-nodo", "-noov"; a stated sharding adds "-ddp", "-zero1", "-zero2"
+// or "-fsdp" (none, optimizer, grads, params) in place of "-nodo".
 std::string point_id(const SweepPoint& point);
 
 struct SweepSpace {
@@ -62,6 +73,7 @@ struct SweepSpace {
   std::vector<std::int64_t> micro_batch{1};
   std::vector<Recompute> recompute{Recompute::none};
   std::vector<bool> distributed_optimizer{true};
+  std::vector<std::optional<DataSharding>> sharding{std::nullopt};
   std::vector<bool> overlap{true};
 
   std::int64_t size() const;

@@ -31,10 +31,10 @@ void write_csv_row(std::ostream& out, std::size_t rank, const SweepRow& r) {
       << r.num_microbatches << "," << to_string(p.recompute) << ","
       << on_off(p.distributed_optimizer) << "," << on_off(p.overlap) << "," << p.ep << "," << p.etp
       << "," << to_string(p.dispatcher) << "," << effective_schedule(p) << ","
-      << number(r.step_time_s) << "," << number(r.tokens_per_s_per_gpu) << "," << number(r.mfu)
-      << "," << number(r.peak_bytes, "%.0f") << "," << number(r.hbm_bytes, "%.0f") << ","
-      << on_off(r.fits) << "," << r.binding << "," << csv_field(r.error) << ",configs/" << r.id
-      << ".json\n";
+      << to_string(effective_sharding(p)) << "," << number(r.step_time_s) << ","
+      << number(r.tokens_per_s_per_gpu) << "," << number(r.mfu) << ","
+      << number(r.peak_bytes, "%.0f") << "," << number(r.hbm_bytes, "%.0f") << "," << on_off(r.fits)
+      << "," << r.binding << "," << csv_field(r.error) << ",configs/" << r.id << ".json\n";
 }
 
 void write_counts(const SweepReport& report, std::ostream& out) {
@@ -56,7 +56,8 @@ std::string format_gib(double bytes) {
 
 void write_sweep_csv(const SweepReport& report, std::ostream& out) {
   out << "rank,id,tp,sp,cp,pp,vpp,dp,micro_batch,num_microbatches,recompute,"
-         "distributed_optimizer,overlap,ep,etp,dispatcher,schedule,step_time_s,tokens_per_s_per_"
+         "distributed_optimizer,overlap,ep,etp,dispatcher,schedule,data_sharding,step_time_s,"
+         "tokens_per_s_per_"
          "gpu,mfu,"
          "peak_bytes,"
          "hbm_bytes,fits_in_memory,binding,error,config\n";

@@ -87,6 +87,14 @@ OpGraph::Body& OpGraph::mutable_body(const char* what) {
   return *body_;
 }
 
+void OpGraph::add_free_bytes(OpIndex index, double bytes) {
+  if (index >= size()) {
+    throw std::invalid_argument("OpGraph::add_free_bytes: op " + std::to_string(index) +
+                                " does not exist (graph has " + std::to_string(size()) + " ops)");
+  }
+  mutable_body("add_free_bytes").ops[index].free_bytes += bytes;
+}
+
 OpIndex OpGraph::add(Op op, std::span<const OpIndex> dependencies) {
   const auto index = static_cast<OpIndex>(body_->ops.size());
   // Validate before mutating so that a rejected call leaves the graph unchanged.

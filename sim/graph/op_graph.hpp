@@ -52,6 +52,9 @@ class OpGraph {
   OpIndex add(Op op, std::initializer_list<OpIndex> dependencies);
   // Adds an edge before -> after (before < after).
   void add_dependency(OpIndex before, OpIndex after);
+  // Op `index` also frees `bytes` when it ends (a buffer whose last reader is known only after
+  // the op was added).
+  void add_free_bytes(OpIndex index, double bytes);
 
   // A graph sharing this one's body, with groups and peers renamed by `binding` (applied on
   // top of this graph's own binding). `static_bytes` is copied.

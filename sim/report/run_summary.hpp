@@ -16,6 +16,7 @@ namespace wallsim {
 struct StageMemorySummary {
   int stage = 0;
   double weights = 0, grads = 0, optimizer = 0, activations = 0, buffers = 0, peak = 0;
+  double unit_buffers = 0;           // ZeRO-2/3 transient unit gradients and gathered parameters
   double simulated_peak = 0;         // from the replay's memory timeline
   double simulated_activations = 0;  // simulated peak minus the static bytes
 };

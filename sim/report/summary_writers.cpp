@@ -19,6 +19,7 @@ json stage_json(const StageMemorySummary& stage) {
           {"optimizer", stage.optimizer},
           {"activations", stage.activations},
           {"buffers", stage.buffers},
+          {"unit_buffers", stage.unit_buffers},
           {"peak", stage.peak},
           {"simulated_peak", stage.simulated_peak},
           {"simulated_activations", stage.simulated_activations}};

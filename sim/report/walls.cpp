@@ -43,7 +43,8 @@ Walls compute_walls(const TimeSplit& split, const ComputeExcess& excess,
                                       {"grads", worst_stage.grads},
                                       {"optimizer", worst_stage.optimizer},
                                       {"activations", worst_stage.activations},
-                                      {"buffers", worst_stage.buffers}});
+                                      {"buffers", worst_stage.buffers},
+                                      {"unit_buffers", worst_stage.unit_buffers}});
   if (!fits) {
     walls.binding = "memory";
     walls.binding_margin = walls.memory.share - 1;

@@ -78,8 +78,8 @@ TEST_CASE("the distributed optimizer shrinks optimizer bytes by dp·cp", "[model
   TrainingSpec t = training(8192, 1, 256);
   const Layout layout = layout_for(m, 8, 2, 4, 512, t);  // dp 8, cp 2
   const auto plain = memory_report(m, layout, t, kHbm);
-  t.distributed_optimizer = true;
-  const auto sharded = memory_report(m, layout, t, kHbm);
+  t.distributed_optimizer = true;  // the layout's data sharding follows it
+  const auto sharded = memory_report(m, layout_for(m, 8, 2, 4, 512, t), t, kHbm);
   CHECK(sharded.optimizer_shards == 16);
   CHECK(plain.stages[1].optimizer / sharded.stages[1].optimizer == Approx(16));
   CHECK(plain.stages[1].weights == sharded.stages[1].weights);

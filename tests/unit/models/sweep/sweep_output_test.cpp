@@ -73,9 +73,10 @@ TEST_CASE("sweep.csv has one ranked line per row and quotes errors with commas",
   std::getline(lines, first);
   std::getline(lines, second);
   CHECK(header.rfind("rank,id,tp,sp,cp,pp,vpp,dp,", 0) == 0);
-  CHECK(first.rfind(
-            "1,tp2-cp1-pp1-vpp1-mb1-none,2,true,1,1,1,1,1,1,none,true,true,1,1,alltoall,1f1b,1.5,",
-            0) == 0);
+  CHECK(first.rfind("1,tp2-cp1-pp1-vpp1-mb1-none,2,true,1,1,1,1,1,1,none,true,true,1,1,alltoall,"
+                    "1f1b,optimizer,"
+                    "1.5,",
+                    0) == 0);
   CHECK(first.find(",10737418240,") != std::string::npos);  // 10 GiB as whole bytes
   CHECK(second.find(",\"a, b\",configs/tp4-cp1-pp1-vpp1-mb1-none.json") != std::string::npos);
 }

@@ -71,8 +71,9 @@ TEST_CASE("pruning keeps exactly the valid layouts that fit, against brute force
 
 TEST_CASE("a point's config is the base with the point's layout written in", "[sweep]") {
   const SweepBase base = load_sweep_base(kConfig, {}, 16);
-  const SweepPoint p{4,    true, 1, 2, 2, "", 1, 1, MoeDispatcher::kAllToAll, 2, Recompute::full,
-                     true, false};
+  const SweepPoint p{
+      4,    true,  1,           2, 2, "", 1, 1, MoeDispatcher::kAllToAll, 2, Recompute::full,
+      true, false, std::nullopt};
   const RunConfig config = run_config_from_json(point_config(base, p), "point.json");
   CHECK(config.num_gpus == 16);
   CHECK(config.layout.sizes.tp == 4);
@@ -86,6 +87,13 @@ TEST_CASE("a point's config is the base with the point's layout written in", "[s
   CHECK_FALSE(config.training.overlap.dp_grad_reduce);
   CHECK(config.model.layers == 32);  // model inline: no path left to resolve
   CHECK(point_config(base, p).at("model").is_object());
+  CHECK(config.layout.data_sharding == DataSharding::kOptimizer);
+  // A stated sharding is written in and decides the distributed optimizer.
+  SweepPoint fsdp = p;
+  fsdp.sharding = DataSharding::kParams;
+  fsdp.distributed_optimizer = true;
+  const RunConfig sharded = run_config_from_json(point_config(base, fsdp), "point.json");
+  CHECK(sharded.layout.data_sharding == DataSharding::kParams);
 }
 
 TEST_CASE("layout prunes are keyed by the rule that failed", "[sweep]") {

@@ -26,7 +26,7 @@ TEST_CASE("the space's size is the product of its knobs' value counts, each poin
   CHECK(space.at(0).recompute == Recompute::none);
   CHECK(space.at(1).recompute == Recompute::full);
   CHECK(space.at(23) == SweepPoint{4, true, 1, 2, 1, "", 1, 1, MoeDispatcher::kAllToAll, 2,
-                                   Recompute::full, true, true});
+                                   Recompute::full, true, true, std::nullopt});
 }
 
 TEST_CASE("the default space of Llama 3 70B on 1,024 GPUs, counted by hand", "[sweep]") {
@@ -71,8 +71,9 @@ TEST_CASE("vary replaces a knob's values and rejects what it cannot sweep", "[sw
 }
 
 TEST_CASE("point ids name every knob that distinguishes a point", "[sweep]") {
-  SweepPoint p{8,    true, 1, 4, 5, "", 1, 1, MoeDispatcher::kAllToAll, 1, Recompute::none,
-               true, true};
+  SweepPoint p{
+      8,    true, 1,           4, 5, "", 1, 1, MoeDispatcher::kAllToAll, 1, Recompute::none,
+      true, true, std::nullopt};
   CHECK(point_id(p) == "tp8-cp1-pp4-vpp5-mb1-none");
   p.sequence_parallel = false;
   p.distributed_optimizer = false;
@@ -124,4 +125,28 @@ TEST_CASE("the pipeline schedule is a sweep knob (--vary schedule=...)", "[sweep
   CHECK(point_id(space.at(0)) == "tp1-cp1-pp4-vpp1-mb1-none");
   CHECK_THROWS_WITH(apply_vary(space, "schedule=dualpipe"),
                     Catch::Contains("megatron, 1f1b, interleaved, zb_h1, zb_h2"));
+}
+
+TEST_CASE("data sharding is a sweep knob that decides the distributed optimizer", "[sweep]") {
+  SweepSpace space;
+  space.recompute = {Recompute::none, Recompute::full};
+  apply_vary(space, "sharding=none,optimizer,params");
+  // 2 recompute × 3 shardings, sharding varying faster.
+  REQUIRE(space.size() == 6);
+  CHECK(effective_sharding(space.at(0)) == DataSharding::kNone);
+  CHECK_FALSE(space.at(0).distributed_optimizer);  // "none" is without it
+  CHECK(space.at(1).distributed_optimizer);
+  CHECK(effective_sharding(space.at(2)) == DataSharding::kParams);
+  CHECK(point_id(space.at(0)) == "tp1-cp1-pp1-vpp1-mb1-none-ddp");
+  CHECK(point_id(space.at(5)) == "tp1-cp1-pp1-vpp1-mb1-full-fsdp");
+  // Without the knob, the switch decides and the id is unchanged.
+  CHECK(effective_sharding(SweepSpace{}.at(0)) == DataSharding::kOptimizer);
+  CHECK(point_id(SweepSpace{}.at(0)) == "tp1-cp1-pp1-vpp1-mb1-none");
+  CHECK_THROWS_WITH(apply_vary(space, "dist_opt=on,off"), Catch::Contains("already chosen"));
+  CHECK_THROWS_WITH(apply_vary(space, "sharding=zero3"),
+                    Catch::Contains("none, optimizer, grads, params"));
+  SweepSpace both;
+  apply_vary(both, "dist_opt=on,off");
+  CHECK_THROWS_WITH(apply_vary(both, "sharding=grads"),
+                    Catch::Contains("either dist_opt or sharding"));
 }
