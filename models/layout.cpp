@@ -183,6 +183,12 @@ DataSharding choose_data_sharding(const ModelSpec& model, const ParallelSpec& p,
                      "first and last stage's embedding gradients would be reduced per "
                      "micro-batch and then summed between them)");
   }
+  if (sharding >= DataSharding::kGrads && t.schedule && t.schedule->splits_weight_gradients) {
+    throw InputError(where, "parallel.data_sharding", name,
+                     "sharded gradients with a schedule that defers weight gradients (" +
+                         t.schedule->name +
+                         ") are not modelled: the units' gradients would be written in W passes");
+  }
   return sharding;
 }
 

@@ -148,7 +148,7 @@ void DataParallelOps::chunk_gradients_ready(std::int64_t chunk,
                            " do not match its parameter units");
   }
   if (!setting_.active && !setting_.expert_active) return;
-  if (shards_grads()) return;  // every micro-batch reduced its own (microbatch_gradients_ready)
+  if (shards_grads()) return;  // every micro-batch reduced its own (after_backward)
   if (!setting_.overlap_grad_reduce) {
     pending_grads_[c] = grads;
     return;

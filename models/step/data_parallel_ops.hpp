@@ -100,18 +100,18 @@ class DataParallelOps {
   // parameter all-gathers above for micro-batch 0, ZeRO-3's gathers for every one).
   Deps before_forward(std::int64_t microbatch, std::int64_t chunk, std::int64_t module,
                       const Deps& issue_after);
-  // The forward (backward) of `module` has just been emitted: ZeRO-3 frees its gathered
-  // parameters when the last kernel emitted ends.
+  // The forward of `module` has just been emitted: ZeRO-3 frees its gathered parameters when the
+  // last kernel emitted ends.
   void after_forward(std::int64_t chunk, std::int64_t module);
-  void after_backward(std::int64_t chunk, std::int64_t module);
+  // The same after its backward; with sharded gradients each of the unit's buckets is
+  // reduce-scattered now, as the backward hook does.
+  // `grads`: the chunk's gradients so far, in backward order.
+  void after_backward(std::int64_t microbatch, std::int64_t chunk, std::int64_t module,
+                      const std::vector<GradReady>& grads);
   // The backward of `module` is about to be emitted: ZeRO-3's gathers it waits for; with sharded
   // gradients its first kernel allocates the unit's unsharded gradient.
   Deps before_backward(std::int64_t microbatch, std::int64_t chunk, std::int64_t module,
                        const Deps& issue_after);
-  // A micro-batch's gradients of `chunk` are complete (after its B pass, or its W pass): with
-  // sharded gradients each unit is reduce-scattered now.
-  void microbatch_gradients_ready(std::int64_t microbatch, std::int64_t chunk,
-                                  const std::vector<GradReady>& grads);
   // The last micro-batch's backward of `chunk` has ended; `grads` match the chunk's units.
   void chunk_gradients_ready(std::int64_t chunk, const std::vector<GradReady>& grads);
   // After the schedule: deferred reductions, embedding all-reduce, optimizer, parameter gather.
@@ -134,6 +134,9 @@ class DataParallelOps {
   // Positions in forward_order_ of `module`'s buckets in `chunk`.
   const std::vector<std::size_t>& module_positions(std::int64_t chunk, std::int64_t module) const;
   void index_units();
+  // Reduce-scatters buckets (indices), in the order their gradients complete.
+  void reduce_scatter_units(std::int64_t microbatch, std::vector<std::size_t> buckets,
+                            const std::vector<GradReady>& grads);
   double module_params(std::int64_t chunk, std::int64_t module) const;
   // The unit `step` places after (+1) or before (-1) `module` in the chunk's forward order.
   std::optional<std::int64_t> neighbour_module(std::int64_t chunk, std::int64_t module,

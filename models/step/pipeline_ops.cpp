@@ -145,7 +145,7 @@ Deps PipelineOps::backward_prologue(std::int64_t microbatch, std::int64_t chunk,
     loss = joined(loss, data_parallel_.before_backward(microbatch, chunk, kOutputModule, loss));
     if (setting_.mtp) loss = {layers_.mtp_backward(microbatch, loss, grads)};
     const OpIndex done = layers_.output_backward(microbatch, loss, grads);
-    data_parallel_.after_backward(chunk, kOutputModule);
+    data_parallel_.after_backward(microbatch, chunk, kOutputModule, grads);
     return {done};
   }
   return receive(microbatch, false, neighbour(chunk, +1), Streams::kPpRecvBackward);
@@ -157,7 +157,7 @@ void PipelineOps::backward_epilogue(std::int64_t microbatch, std::int64_t chunk,
   if (first_virtual_stage(chunk)) {
     data_parallel_.before_backward(microbatch, chunk, kEmbeddingModule, {});
     layers_.embedding_backward(microbatch, grads);
-    data_parallel_.after_backward(chunk, kEmbeddingModule);
+    data_parallel_.after_backward(microbatch, chunk, kEmbeddingModule, grads);
   } else {
     send(microbatch, false, neighbour(chunk, -1), Streams::kPpSendBackward);
   }
@@ -166,7 +166,6 @@ void PipelineOps::backward_epilogue(std::int64_t microbatch, std::int64_t chunk,
                                              std::move(grads)};
     return;
   }
-  data_parallel_.microbatch_gradients_ready(microbatch, chunk, grads);
   if (microbatch == setting_.shape.microbatches - 1) {
     data_parallel_.chunk_gradients_ready(chunk, grads);
   }
@@ -181,7 +180,6 @@ void PipelineOps::weight(std::int64_t microbatch, std::int64_t chunk) {
   PendingWeights pending = std::move(it->second);
   pending_weights_.erase(it);
   emit_.emit_weight_gradients(std::move(pending.deferred), pending.grads);
-  data_parallel_.microbatch_gradients_ready(microbatch, chunk, pending.grads);
   if (microbatch == setting_.shape.microbatches - 1) {
     data_parallel_.chunk_gradients_ready(chunk, pending.grads);
   }
@@ -212,7 +210,7 @@ void PipelineOps::backward(std::int64_t microbatch, std::int64_t chunk) {
   for (std::int64_t layer : chunk_layers(chunk, false)) {
     const Deps params = data_parallel_.before_backward(microbatch, chunk, layer, input);
     input = {layers_.backward(microbatch, layer, joined(input, params), grads)};
-    data_parallel_.after_backward(chunk, layer);
+    data_parallel_.after_backward(microbatch, chunk, layer, grads);
   }
   backward_epilogue(microbatch, chunk, grads);
   emit_.defer_weight_gradients(false);
@@ -244,7 +242,7 @@ void PipelineOps::combined(const ScheduleItem& f, const ScheduleItem& b) {
       layers_.backward_experts(back);
       layers_.forward_experts(fwd);
       backward_input = {layers_.backward_end(back, grads)};
-      data_parallel_.after_backward(b.chunk, backward_layers[k]);
+      data_parallel_.after_backward(b.microbatch, b.chunk, backward_layers[k], grads);
       forward_input = {layers_.forward_end(fwd)};
       data_parallel_.after_forward(f.chunk, forward_layers[k]);
       continue;
@@ -260,7 +258,7 @@ void PipelineOps::combined(const ScheduleItem& f, const ScheduleItem& b) {
           data_parallel_.before_backward(b.microbatch, b.chunk, backward_layers[k], backward_input);
       backward_input = {layers_.backward(b.microbatch, backward_layers[k],
                                          joined(backward_input, params), grads)};
-      data_parallel_.after_backward(b.chunk, backward_layers[k]);
+      data_parallel_.after_backward(b.microbatch, b.chunk, backward_layers[k], grads);
     }
   }
   forward_epilogue(f.microbatch, f.chunk, forward_input);

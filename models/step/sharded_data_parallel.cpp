@@ -3,6 +3,8 @@
 // (data_parallel_ops.hpp explains the mechanics and their sources).
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "models/step/data_parallel_ops.hpp"
 
@@ -144,32 +146,40 @@ Deps DataParallelOps::before_backward(std::int64_t microbatch, std::int64_t chun
   return gather_for_pass(backward_pass_, microbatch, chunk, module, -1, issue_after);
 }
 
-void DataParallelOps::after_backward(std::int64_t chunk, std::int64_t module) {
+void DataParallelOps::after_backward(std::int64_t microbatch, std::int64_t chunk,
+                                     std::int64_t module, const std::vector<GradReady>& grads) {
   if (module != kEmbeddingModule) after_forward(chunk, module);
+  if (!shards_grads()) return;
+  std::vector<std::size_t> buckets;
+  for (std::size_t p : module_positions(chunk, module)) buckets.push_back(forward_order_[p]);
+  reduce_scatter_units(microbatch, std::move(buckets), grads);
 }
 
 // Each unit's reduce-scatter waits for the last of its gradients and frees the unit's unsharded
 // gradient when it ends.
-void DataParallelOps::microbatch_gradients_ready(std::int64_t microbatch, std::int64_t chunk,
-                                                 const std::vector<GradReady>& grads) {
-  if (!shards_grads()) return;
-  if (grads.size() != chunk_units_[static_cast<std::size_t>(chunk)].size()) {
-    throw std::logic_error("step builder: gradients of chunk " + std::to_string(chunk) +
-                           " do not match its parameter units");
-  }
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    const Bucket& bucket = buckets_[b];
-    if (bucket.chunk != chunk || !reduces(bucket)) continue;
+void DataParallelOps::reduce_scatter_units(std::int64_t microbatch,
+                                           std::vector<std::size_t> buckets,
+                                           const std::vector<GradReady>& grads) {
+  const auto ready_of = [&](std::size_t b) {
     OpIndex ready = 0;
-    for (std::size_t u : bucket.units) ready = std::max(ready, grads[u].op);
+    for (std::size_t u : buckets_[b].units) {
+      if (u >= grads.size()) throw std::logic_error("step builder: a unit's gradient is missing");
+      ready = std::max(ready, grads[u].op);
+    }
+    return ready;
+  };
+  // The stream runs them first come, first served: in the order their gradients complete.
+  std::stable_sort(buckets.begin(), buckets.end(),
+                   [&](std::size_t a, std::size_t b) { return ready_of(a) < ready_of(b); });
+  for (std::size_t b : buckets) {
     OpTag t;
     t.microbatch = static_cast<std::int32_t>(microbatch);
     t.prefix = "dp";
     emit_.set_tag(std::move(t));
-    const double bytes = setting_.grad_bytes_per_param * bucket.params;
+    const double bytes = setting_.grad_bytes_per_param * buckets_[b].params;
     reductions_.push_back(emit_.collective(
         "unit " + std::to_string(b) + " grad rs", CollectiveOp::kReduceScatter, bytes,
-        group_of(bucket), OpCategory::kDp, Streams::kDp, {ready}, true, 0.0, bytes));
+        group_of(buckets_[b]), OpCategory::kDp, Streams::kDp, {ready_of(b)}, true, 0.0, bytes));
   }
 }
 

@@ -163,3 +163,13 @@ TEST_CASE("data_sharding and distributed_optimizer must agree", "[models][step][
   plain["training"]["distributed_optimizer"] = true;
   CHECK(config_from(plain).layout.data_sharding == DataSharding::kOptimizer);
 }
+
+TEST_CASE("sharded gradients refuse schedules with W passes", "[models][step][sharding]") {
+  json doc = sharded_config("grads", 8);
+  doc["model"]["layers"] = 4;
+  doc["parallel"]["pp"] = 2;
+  doc["training"]["schedule"] = "zb_h1";
+  CHECK_THROWS_WITH(config_from(doc), Catch::Contains("defers weight gradients (zb_h1)"));
+  doc["parallel"]["data_sharding"] = "optimizer";
+  CHECK(config_from(doc).layout.data_sharding == DataSharding::kOptimizer);
+}
