@@ -35,9 +35,11 @@
 // i+1's gather (unit i−1's in the backward), the prefetch of one unit that Megatron-FSDP's
 // communication unit of twice the average FSDP unit and FSDP2's implicit prefetch give. The
 // gathered parameters are allocated when the gather starts and freed when the unit's last kernel
-// of that pass ends; no gather follows the optimizer step. Per step and parameter with m
-// micro-batches: ZeRO-1 moves 4 bytes reduce-scattered + 2 gathered, ZeRO-3 m·(4 + 2 + 2)
-// (the ZeRO paper's 2Ψ vs 3Ψ elements at m = 1: Rajbhandari et al. 2020, §7).
+// of that pass ends; the embedding's backward reads no weights and is not gathered again; no
+// gather follows the optimizer step. Per step and parameter with m
+// micro-batches: ZeRO-1 moves 4 bytes reduce-scattered + 2 gathered, ZeRO-3 m·(4 + 2 + 2) (the
+// ZeRO paper's 2Ψ vs 3Ψ elements at m = 1: Rajbhandari et al. 2020, §7; less the embedding's
+// backward gather).
 #pragma once
 
 #include <map>
