@@ -192,6 +192,21 @@ DataSharding choose_data_sharding(const ModelSpec& model, const ParallelSpec& p,
   return sharding;
 }
 
+// Offloaded activations are copied around a layer's forward and backward; the paths that
+// interleave or split those are not built with the copies.
+void check_offload(const ModelSpec& model, const TrainingSpec& t, const PipelineSchedule& schedule,
+                   const std::string& where) {
+  if (!t.offload_activations) return;
+  const auto refuse = [&](const std::string& why) {
+    throw InputError(where, "training.offload.activations", "true",
+                     "activation offloading is not modelled " + why);
+  };
+  if (schedule.splits_weight_gradients) {
+    refuse("with schedules that defer weight gradients (" + schedule.name + ")");
+  }
+  if (model.moe && t.overlap.ep_comm) refuse("with training.overlap.ep_comm (paired layers)");
+}
+
 }  // namespace
 
 Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
@@ -230,6 +245,7 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
   }
   layout.num_microbatches = training.global_batch / (training.micro_batch * layout.sizes.dp);
   layout.data_sharding = choose_data_sharding(model, parallel, training, where);
+  check_offload(model, training, schedule, where);
   if (const std::string why = schedule.rejects(layout.pipeline_shape()); !why.empty()) {
     throw InputError(where, "training.schedule", schedule.name, why);
   }

@@ -58,7 +58,8 @@ double mtp_activation_bytes(const ModelSpec& model, const ActivationSetting& set
 // Bytes one micro-batch leaves on each chunk of the stage until its backward: the real bytes of
 // the layers the chunk holds (MoE and dense layers differ).
 std::vector<double> chunk_bytes(const ModelSpec& model, const Layout& layout,
-                                const ActivationSetting& setting, std::int64_t stage) {
+                                const ActivationSetting& setting, std::int64_t stage,
+                                bool offload) {
   LayerKinds per_layer{layer_activation_bytes(model, setting), 0.0};
   if (model.is_moe()) {
     const std::int64_t first_moe = model.moe->first_dense_layers;
@@ -66,6 +67,12 @@ std::vector<double> chunk_bytes(const ModelSpec& model, const Layout& layout,
   }
   std::vector<double> bytes;
   for (const auto& chunk : layers_of(layout, stage).chunks) {
+    if (offload && chunk.count > 0) {
+      // Only the chunk's last layer stays on the GPU (activation offloading).
+      const std::int64_t last = chunk.first_layer + chunk.count - 1;
+      bytes.push_back(model.is_moe_layer(last) ? per_layer.moe : per_layer.dense);
+      continue;
+    }
     const std::int64_t moe = moe_layers_in(model, chunk.first_layer, chunk.count);
     bytes.push_back(d(chunk.count - moe) * per_layer.dense + d(moe) * per_layer.moe);
   }
@@ -119,12 +126,20 @@ StageActivations stage_activations(const ModelSpec& model, const Layout& layout,
   const PipelineSchedule& schedule = *layout.schedule;
   const auto order = schedule.order(layout.pipeline_shape(), stage);
   StageActivations result;
-  result.bytes = peak_in_flight_bytes(order, chunk_bytes(model, layout, setting, stage),
-                                      schedule.splits_weight_gradients,
-                                      output_chunk_bytes(model, layout, setting, stage));
+  result.bytes = peak_in_flight_bytes(
+      order, chunk_bytes(model, layout, setting, stage, training.offload_activations),
+      schedule.splits_weight_gradients, output_chunk_bytes(model, layout, setting, stage));
   result.in_flight = peak_in_flight_chunks(order, schedule.splits_weight_gradients);
   if (training.recompute == Recompute::full) {
     result.bytes += recompute_transient_bytes(model, layout, setting, stage);
+  }
+  if (training.offload_activations) {
+    // In transit: a layer copying out while the next runs, and one copied back ahead.
+    const double largest = std::max(
+        layer_activation_bytes(model, setting),
+        model.is_moe() ? layer_activation_bytes(model, setting, model.moe->first_dense_layers)
+                       : 0.0);
+    result.bytes += 2.0 * largest;
   }
   return result;
 }

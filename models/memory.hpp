@@ -21,6 +21,8 @@
 // own kind: MoE layers keep more than dense ones), kept alive by the stage's pipeline schedule
 // (pipeline_schedule.hpp); full recompute adds the largest layer's complete activations while its
 // backward runs. MTP layers add a layer and an output layer's bytes to the last stage.
+// Activation offloading keeps only each chunk's last layer per micro-batch, plus two layers in
+// transit (one copying out, one copied back ahead of its backward).
 // Sharding (layout.data_sharding, ZeRO stages): optimizer state ÷ dp·cp from "optimizer" on,
 // gradients from "grads" on, bf16 weights with "params" (routed experts ÷ edp); the ZeRO paper's
 // (2 + 2 + K)Ψ / N_d family (Rajbhandari et al. 2020, §5), with 4-byte main gradients.

@@ -99,6 +99,27 @@ const char* to_string(Recompute recompute) {
   return "none";
 }
 
+namespace {
+
+// `training.offload`: {"activations": bool}. Per-module lists (Megatron's fine-grained
+// offloading) and optimizer offload are not modelled.
+bool parse_offload(const JsonNode& node) {
+  JsonObject object(node);
+  bool activations = false;
+  if (auto value = object.find("activations")) {
+    if (value->is_array()) {
+      value->fail(
+          "per-module lists are not modelled: true offloads every decoder layer's saved "
+          "activations but the last layer of each chunk");
+    }
+    activations = value->as_bool();
+  }
+  object.finish();
+  return activations;
+}
+
+}  // namespace
+
 bool TrainingSpec::recomputes(const std::string& module) const {
   return recompute == Recompute::selective &&
          std::find(recompute_modules.begin(), recompute_modules.end(), module) !=
@@ -132,6 +153,7 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
   t.cross_entropy_fusion = *cross_entropy_fusion_from_name(
       object.choice_or("cross_entropy_fusion", "none", cross_entropy_fusion_names()));
   if (auto overlap = object.find("overlap")) t.overlap = parse_overlap(*overlap);
+  if (auto offload = object.find("offload")) t.offload_activations = parse_offload(*offload);
   if (auto allowances = object.find("memory_allowances")) {
     t.memory_allowances = parse_allowances(*allowances);
   }

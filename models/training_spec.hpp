@@ -76,6 +76,10 @@ struct TrainingSpec {
   CudaGraphs cuda_graphs = CudaGraphs::kNone;
   CrossEntropyFusion cross_entropy_fusion = CrossEntropyFusion::kNone;  // models/cross_entropy.hpp
   OverlapSpec overlap;
+  // training.offload.activations: each decoder layer's saved activations, except the last layer
+  // of each chunk, are copied to host memory after its forward and back before its backward
+  // (models/step/activation_offload.hpp).
+  bool offload_activations = false;
   MemoryAllowances memory_allowances;
 
   bool recomputes(const std::string& module) const;

@@ -257,6 +257,17 @@ OpIndex OpEmitter::collective(std::string_view name, CollectiveOp op_kind, doubl
   return add(std::move(op), name, deps);
 }
 
+OpIndex OpEmitter::host_copy(std::string_view name, double bytes, Time duration, StreamIndex stream,
+                             double alloc_bytes, double free_bytes, const Deps& deps) {
+  Op op = tagged(OpKind::kCompute, OpCategory::kOffload, stream);
+  op.duration = duration;
+  op.duration_contended = duration;
+  op.bytes = static_cast<float>(bytes);
+  op.alloc_bytes = alloc_bytes;
+  op.free_bytes = free_bytes;
+  return add(std::move(op), name, deps);
+}
+
 OpIndex OpEmitter::send(std::string_view name, RankIndex peer, double bytes, StreamIndex stream,
                         std::uint16_t tag, const Deps& deps) {
   Op op = tagged(OpKind::kSend, OpCategory::kPp, stream);

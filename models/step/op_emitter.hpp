@@ -150,6 +150,12 @@ class OpEmitter {
   OpIndex recv(std::string_view name, RankIndex peer, double bytes, StreamIndex stream,
                std::uint16_t tag);
 
+  // A copy of `bytes` between GPU and host memory on `stream` (copy engines: it holds no SMs and
+  // leaves the compute stream's memory changes alone), taking `duration`; it allocates
+  // `alloc_bytes` when it starts and frees `free_bytes` when it ends.
+  OpIndex host_copy(std::string_view name, double bytes, Time duration, StreamIndex stream,
+                    double alloc_bytes, double free_bytes, const Deps& deps);
+
   // Memory the next compute op allocates at its start / frees at its end (bytes; adds up).
   void allocate_on_next(double bytes) { pending_alloc_bytes_ += bytes; }
   void free_on_next(double bytes) {

@@ -185,6 +185,37 @@ void PipelineOps::weight(std::int64_t microbatch, std::int64_t chunk) {
   }
 }
 
+bool PipelineOps::offloaded(std::int64_t chunk, std::int64_t layer) const {
+  if (setting_.offload_bytes.empty()) return false;
+  const ChunkLayers& layers = stage_layers_.chunks[static_cast<std::size_t>(chunk)];
+  return layer != layers.first_layer + layers.count - 1;
+}
+
+void PipelineOps::offload_out(std::int64_t microbatch, std::int64_t layer) {
+  const double bytes = setting_.offload_bytes[static_cast<std::size_t>(layer)];
+  Deps after;
+  if (const auto last = emit_.last_compute()) after.push_back(*last);
+  OpTag t;
+  t.microbatch = static_cast<std::int32_t>(microbatch);
+  t.layer = static_cast<std::int32_t>(layer);
+  t.prefix = "L" + std::to_string(layer);
+  emit_.set_tag(std::move(t));
+  emit_.host_copy("activations to host", bytes, Time::from_seconds(bytes / setting_.host_link_Bps),
+                  Streams::kOffloadOut, 0.0, bytes, after);
+}
+
+OpIndex PipelineOps::offload_in(std::int64_t microbatch, std::int64_t layer, const Deps& after) {
+  const double bytes = setting_.offload_bytes[static_cast<std::size_t>(layer)];
+  OpTag t;
+  t.microbatch = static_cast<std::int32_t>(microbatch);
+  t.layer = static_cast<std::int32_t>(layer);
+  t.prefix = "L" + std::to_string(layer);
+  emit_.set_tag(std::move(t));
+  return emit_.host_copy("activations from host", bytes,
+                         Time::from_seconds(bytes / setting_.host_link_Bps), Streams::kOffloadIn,
+                         bytes, 0.0, after);
+}
+
 std::vector<std::int64_t> PipelineOps::chunk_layers(std::int64_t chunk, bool forward_pass) const {
   const ChunkLayers& layers = stage_layers_.chunks[static_cast<std::size_t>(chunk)];
   std::vector<std::int64_t> order;
@@ -199,6 +230,7 @@ void PipelineOps::forward(std::int64_t microbatch, std::int64_t chunk) {
     const Deps params = parameters_for(microbatch, chunk, layer, input);
     input = {layers_.forward(microbatch, layer, joined(input, params))};
     data_parallel_.after_forward(chunk, layer);
+    if (offloaded(chunk, layer)) offload_out(microbatch, layer);
   }
   forward_epilogue(microbatch, chunk, input);
 }
@@ -207,8 +239,20 @@ void PipelineOps::backward(std::int64_t microbatch, std::int64_t chunk) {
   emit_.defer_weight_gradients(setting_.schedule->splits_weight_gradients);
   std::vector<GradReady> grads;
   Deps input = backward_prologue(microbatch, chunk, grads);
-  for (std::int64_t layer : chunk_layers(chunk, false)) {
-    const Deps params = data_parallel_.before_backward(microbatch, chunk, layer, input);
+  // Offloaded layers come back one ahead: layer k's copy is dispatched as layer k+1's backward
+  // can start.
+  const std::vector<std::int64_t> layers = chunk_layers(chunk, false);
+  std::map<std::int64_t, OpIndex> fetched;
+  for (std::size_t k = 0; k < layers.size(); ++k) {
+    const std::int64_t layer = layers[k];
+    Deps params = data_parallel_.before_backward(microbatch, chunk, layer, input);
+    if (offloaded(chunk, layer) && !fetched.count(layer)) {
+      fetched[layer] = offload_in(microbatch, layer, input);
+    }
+    if (fetched.count(layer)) params.push_back(fetched[layer]);
+    if (k + 1 < layers.size() && offloaded(chunk, layers[k + 1])) {
+      fetched[layers[k + 1]] = offload_in(microbatch, layers[k + 1], input);
+    }
     input = {layers_.backward(microbatch, layer, joined(input, params), grads)};
     data_parallel_.after_backward(microbatch, chunk, layer, grads);
   }

@@ -11,6 +11,12 @@
 // their stream allows, as Megatron's overlapped p2p does; the compute stream waits only where it
 // needs the data.
 //
+// Activation offloading: after a layer's forward its saved activations are copied to host memory
+// (stream offload d2h) and freed on the GPU when the copy ends; before its backward they are
+// copied back (offload h2d, allocated when that copy starts), the copy dispatched when the
+// backward of the layer after it starts, one layer ahead, as Megatron's and TE's offload
+// handlers prefetch. The chunk's last layer is kept: its backward comes first.
+//
 // Schedules with W passes (zero-bubble): the backward (B) of a chunk records its weight-gradient
 // GEMMs and the frees of its saved tensors instead of emitting them (OpEmitter's deferral); the
 // chunk's W pass emits them, and after the last micro-batch's W the chunk's gradients are ready
@@ -38,6 +44,10 @@ struct PipelineSetting {
   double transfer_bytes = 0;           // [s'/(t if SP), b, h] · 2
   bool mtp = false;                    // the model has MTP layers (they run after the output layer)
   bool ep_overlap = false;             // MoE with overlap.ep_comm: forward/backward pairs combined
+  // Activation offloading (training.offload.activations): the bytes each decoder layer saves
+  // per micro-batch, by layer (empty: off), and the GPU <-> host copy rate.
+  std::vector<double> offload_bytes;
+  double host_link_Bps = 0;
 
   // The stages this one exchanges activations or gradients with, ascending.
   std::vector<std::int64_t> neighbour_stages() const;
@@ -73,6 +83,11 @@ class PipelineOps {
             StreamIndex stream);
   Deps parameters_for(std::int64_t microbatch, std::int64_t chunk, std::int64_t module,
                       const Deps& input);
+  // Activation offloading: whether `layer` of `chunk` is offloaded (all but the chunk's last
+  // layer, whose backward comes first), its copy to host after its forward, and its copy back.
+  bool offloaded(std::int64_t chunk, std::int64_t layer) const;
+  void offload_out(std::int64_t microbatch, std::int64_t layer);
+  OpIndex offload_in(std::int64_t microbatch, std::int64_t layer, const Deps& after);
 
   OpEmitter& emit_;
   LayerOps& layers_;

@@ -295,6 +295,14 @@ PipelineSetting pipeline_setting(const StepInputs& in, std::int64_t rank) {
   p.transfer_bytes = 2.0 * in.dims.sharded_hidden_elements();
   p.mtp = in.config.model.mtp_layers > 0;
   p.ep_overlap = in.config.model.is_moe() && in.config.training.overlap.ep_comm;
+  if (in.config.training.offload_activations) {
+    const LayerMemory memory = layer_memory(in.config, p.stage);
+    for (std::int64_t layer = 0; layer < in.config.model.layers; ++layer) {
+      p.offload_bytes.push_back(in.config.model.is_moe_layer(layer) ? memory.moe_layer_bytes
+                                                                    : memory.layer_bytes);
+    }
+    p.host_link_Bps = in.config.cluster.host_link_GBps * 1e9;
+  }
   return p;
 }
 

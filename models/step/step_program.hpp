@@ -31,7 +31,9 @@ struct Streams {
   static constexpr StreamIndex kPpRecvBackward = 6;
   static constexpr StreamIndex kCp = 7;
   static constexpr StreamIndex kEp = 8;
-  static constexpr StreamIndex kDpGather = 9;  // ZeRO-3's parameter all-gathers
+  static constexpr StreamIndex kDpGather = 9;     // ZeRO-3's parameter all-gathers
+  static constexpr StreamIndex kOffloadOut = 10;  // activations copied to host memory
+  static constexpr StreamIndex kOffloadIn = 11;   // and back
 };
 
 // Every stream with its name in traces and reports, by index.
@@ -39,7 +41,7 @@ struct StreamInfo {
   StreamIndex index;
   const char* name;
 };
-inline constexpr std::array<StreamInfo, 10> kStreams{{
+inline constexpr std::array<StreamInfo, 12> kStreams{{
     {Streams::kCompute, "compute"},
     {Streams::kTp, "tp"},
     {Streams::kDp, "dp"},
@@ -50,6 +52,8 @@ inline constexpr std::array<StreamInfo, 10> kStreams{{
     {Streams::kCp, "cp"},
     {Streams::kEp, "ep"},
     {Streams::kDpGather, "dp gather"},
+    {Streams::kOffloadOut, "offload d2h"},
+    {Streams::kOffloadIn, "offload h2d"},
 }};
 static_assert([] {
   for (std::size_t i = 0; i < kStreams.size(); ++i) {

@@ -21,6 +21,7 @@ enum class OpCategory : std::uint16_t {
   kEp,           // expert-parallel communication
   kDp,           // data-parallel gradient reduction and parameter gathering
   kPp,           // pipeline send/receive
+  kOffload,      // activation copies between GPU and host memory
 };
 
 struct OpCategoryInfo {
@@ -31,7 +32,7 @@ struct OpCategoryInfo {
 };
 
 // Compute kinds first, then communication groups, each in the order the outputs list them.
-inline constexpr std::array<OpCategoryInfo, 9> kOpCategories{{
+inline constexpr std::array<OpCategoryInfo, 10> kOpCategories{{
     {OpCategory::kGemm, "gemm", false, 0},
     {OpCategory::kAttention, "attention", false, 1},
     {OpCategory::kElementwise, "elementwise", false, 2},
@@ -41,6 +42,7 @@ inline constexpr std::array<OpCategoryInfo, 9> kOpCategories{{
     {OpCategory::kEp, "ep", true, 2},
     {OpCategory::kDp, "dp", true, 3},
     {OpCategory::kPp, "pp", true, 4},
+    {OpCategory::kOffload, "offload", true, 5},
 }};
 inline constexpr int kOpCategoryCount = static_cast<int>(kOpCategories.size());
 

@@ -88,6 +88,8 @@ void parse_node(JsonObject object, ClusterSpec& spec) {
   spec.gpus_per_node = static_cast<int>(object.integer("gpus_per_node", 1, kMaxGpusPerNode));
   spec.nvlink = parse_nvlink(JsonObject(object.at("nvlink")), spec.gpus_per_node);
   spec.nic = parse_nic(JsonObject(object.at("nic")), spec.gpus_per_node);
+  spec.host_link_GBps = spec.nic.pcie_bandwidth_GBps;
+  if (object.has("host_link_GBps")) spec.host_link_GBps = object.positive("host_link_GBps");
   object.finish();
 }
 

@@ -44,6 +44,9 @@ struct ClusterSpec {
   std::string name;
   std::string gpu;  // calibration profile name, e.g. "h100-sxm"
   int gpus_per_node = 8;
+  // GPU <-> host memory, per direction, GB/s (node.host_link_GBps; default the NIC's PCIe
+  // path, the same Gen5 x16 link on DGX-class nodes): activation offloading copies over it.
+  double host_link_GBps = 0;
   NvlinkSpec nvlink;
   NicSpec nic;
   FabricSpec fabric;
