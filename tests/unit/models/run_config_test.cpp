@@ -152,3 +152,25 @@ TEST_CASE("a variant is the source document with more overrides, through the sam
   const RunConfig in_memory = run_config_from_json(doc, kExample);
   CHECK(variant_of(in_memory, {"parallel.pp=null"}).layout.sizes.pp == 1);
 }
+
+TEST_CASE("placement takes a whole-tray share of each NVLink domain for the run",
+          "[models][config]") {
+  // gb200-nvl72.json: trays of 4 GPUs, racks of 72. A job on 16 of the 18 trays of each rack
+  // sees 64-GPU domains, so an expert group of 64 fills one rack exactly.
+  json doc = example_json();
+  doc["cluster"] = "../clusters/gb200-nvl72.json";
+  doc["num_gpus"] = 128;
+  doc["parallel"]["tp"] = 1;
+  CHECK(run_config_from_json(doc, kExample).cluster.gpus_per_domain() == 72);
+  doc["placement"] = {{"gpus_per_domain", 64}};
+  const RunConfig config = run_config_from_json(doc, kExample);
+  CHECK(config.cluster.gpus_per_domain() == 64);
+  CHECK(config.cluster.gpus_per_node == 4);
+  doc["placement"]["gpus_per_domain"] = 66;  // not whole trays
+  CHECK_THROWS_WITH(run_config_from_json(doc, kExample),
+                    Contains("placement.gpus_per_domain") && Contains("multiple"));
+  doc["placement"]["gpus_per_domain"] = 76;  // more than the rack
+  CHECK_THROWS_WITH(run_config_from_json(doc, kExample), Contains("placement.gpus_per_domain"));
+  doc["placement"] = {{"gpus_per_rack", 64}};
+  CHECK_THROWS_WITH(run_config_from_json(doc, kExample), Contains("gpus_per_rack"));
+}
