@@ -172,5 +172,8 @@ TEST_CASE("placement takes a whole-tray share of each NVLink domain for the run"
   doc["placement"]["gpus_per_domain"] = 76;  // more than the rack
   CHECK_THROWS_WITH(run_config_from_json(doc, kExample), Contains("placement.gpus_per_domain"));
   doc["placement"] = {{"gpus_per_rack", 64}};
-  CHECK_THROWS_WITH(run_config_from_json(doc, kExample), Contains("gpus_per_rack"));
+  CHECK_THROWS_WITH(run_config_from_json(doc, kExample),
+                    Contains("placement.gpus_per_domain") && Contains("missing"));
+  doc["placement"] = {{"gpus_per_domain", 64}, {"gpus_per_rack", 64}};
+  CHECK_THROWS_WITH(run_config_from_json(doc, kExample), Contains("placement.gpus_per_rack"));
 }
