@@ -33,7 +33,7 @@ GPUS = {
         "cc": 10.0,
         "hbm_GiB": 180,
         "hbm_TBps": 8.0,
-        "peak": {"bf16": 2250, "fp8": 4500},
+        "peak": {"bf16": 2250, "fp8": 4500, "fp4": 9000},
         "best": {"bf16": 1745.0, "fp8": 3432.5},
         "src": {
             "sms": "docs/reference/blackwell.md §1: 148 SMs, 592 tensor cores [U: third-party spec database hmc-tech.com; NVIDIA's B200 datasheet does not list SMs]",
@@ -42,6 +42,7 @@ GPUS = {
             "hbm_bandwidth_TBps": "docs/reference/blackwell.md §1: 8.0 TB/s [V: ml-engineering@744d01e, glennklockwood.com B200]; verda.com lists 7.7",
             "peak_tflops.bf16": "docs/reference/blackwell.md §1: 2250 dense, HGX B200 at 1000 W [V: glennklockwood.com B200, ml-engineering@744d01e]",
             "peak_tflops.fp8": "docs/reference/blackwell.md §1: 4500 dense [V same]",
+            "peak_tflops.fp4": "docs/reference/blackwell.md §1: 9000 dense FP4, HGX B200 at 1000 W [V: glennklockwood.com B200]; ml-engineering lists NVFP4 at 10000",
             "gemm.best_tflops.bf16": "docs/reference/blackwell.md §2: MAMF B200 SXM bf16 1745.0 TF/s (77.6%), best shape 1792x16128x3072, torch 2.7.1+cu128 [M stas00/ml-engineering@744d01e]",
             "gemm.best_tflops.fp8": "docs/reference/blackwell.md §2: MAMF B200 SXM fp8 e4m3 3432.5 TF/s (76.3%) [M same table]",
         },
@@ -52,7 +53,7 @@ GPUS = {
         "cc": 10.0,
         "hbm_GiB": 186,
         "hbm_TBps": 8.0,
-        "peak": {"bf16": 2500, "fp8": 5000},
+        "peak": {"bf16": 2500, "fp8": 5000, "fp4": 10000},
         "best": {"bf16": 1822.0, "fp8": 3615.6},
         "src": {
             "sms": "docs/reference/blackwell.md §1: the GB200's GPU is the B200 die (148 SMs [U, third-party]); it runs at 1200 W instead of 1000 W, which raises clocks, not the SM count [D]",
@@ -61,6 +62,7 @@ GPUS = {
             "hbm_bandwidth_TBps": "docs/reference/blackwell.md §1: 8.0 TB/s [V: ml-engineering@744d01e, glennklockwood.com B200]",
             "peak_tflops.bf16": "docs/reference/blackwell.md §1: 2500 dense, GB200 variant at 1200 W [V: glennklockwood.com B200]",
             "peak_tflops.fp8": "docs/reference/blackwell.md §1: 5000 dense [V same]",
+            "peak_tflops.fp4": "docs/reference/blackwell.md §1: 10000 dense FP4, GB200 variant at 1200 W [V: glennklockwood.com B200]",
             "gemm.best_tflops.bf16": "docs/reference/blackwell.md §2: MAMF GB200 bf16 1822.0 TF/s (72.9%), best shape 4096x9728x2048, torch 2.10.0.dev+cu130 [M stas00/ml-engineering@744d01e]",
             "gemm.best_tflops.fp8": "docs/reference/blackwell.md §2: MAMF GB200 fp8 e4m3 3615.6 TF/s (72.3%) [M same table]",
         },
@@ -71,7 +73,7 @@ GPUS = {
         "cc": 10.3,
         "hbm_GiB": 270,
         "hbm_TBps": 8.0,
-        "peak": {"bf16": 2250, "fp8": 4500},
+        "peak": {"bf16": 2250, "fp8": 4500, "fp4": 13125},
         "best": {"bf16": 1769.0, "fp8": 3353.3},
         "src": {
             "sms": "docs/reference/blackwell.md §1: Blackwell Ultra has 160 SMs (NVIDIA's Hot Chips 2025 disclosure, as reported by tweaktown.com) [V, second-hand]",
@@ -80,6 +82,7 @@ GPUS = {
             "hbm_bandwidth_TBps": "docs/reference/blackwell.md §1: 8.0 TB/s [V: ml-engineering@744d01e, glennklockwood.com B300]",
             "peak_tflops.bf16": "docs/reference/blackwell.md §1: 2250 dense, HGX B300 [V: glennklockwood.com B300, ml-engineering@744d01e]",
             "peak_tflops.fp8": "docs/reference/blackwell.md §1: 4500 dense [V same]",
+            "peak_tflops.fp4": "docs/reference/blackwell.md §1: 13125 dense FP4, HGX B300 [V: glennklockwood.com B300]; other sources give 12600-15000 (ml-engineering, verda.com)",
             "gemm.best_tflops.bf16": "docs/reference/blackwell.md §2: MAMF B300 SXM bf16 1769.0 TF/s (78.6%), best shape 12288x18432x1024, torch 2.9.1+cu130 [M stas00/ml-engineering@744d01e]",
             "gemm.best_tflops.fp8": "docs/reference/blackwell.md §2: MAMF B300 SXM fp8 e4m3 3353.3 TF/s (74.5%) [M same table]",
         },
@@ -90,7 +93,7 @@ GPUS = {
         "cc": 10.3,
         "hbm_GiB": 279,
         "hbm_TBps": 8.0,
-        "peak": {"bf16": 2500, "fp8": 5000},
+        "peak": {"bf16": 2500, "fp8": 5000, "fp4": 15000},
         "best": {"bf16": 1822.0, "fp8": 3615.6},
         "src": {
             "sms": "docs/reference/blackwell.md §1: Blackwell Ultra has 160 SMs (NVIDIA's Hot Chips 2025 disclosure, as reported by tweaktown.com) [V, second-hand]",
@@ -99,6 +102,7 @@ GPUS = {
             "hbm_bandwidth_TBps": "docs/reference/blackwell.md §1: 8.0 TB/s [V: ml-engineering@744d01e; GB300 NVL72 576 TB/s / 72 GPUs, glennklockwood.com B300]",
             "peak_tflops.bf16": "docs/reference/blackwell.md §1: 2500 dense [V: ml-engineering@744d01e; GB300 NVL72 180 PF BF16 / 72, glennklockwood.com B300]",
             "peak_tflops.fp8": "docs/reference/blackwell.md §1: 5000 dense [V: GB300 NVL72 360 PF FP8 / 72]",
+            "peak_tflops.fp4": "docs/reference/blackwell.md §1: 15000 dense NVFP4 [V: GB300 NVL72 1080 PF dense FP4 / 72, glennklockwood.com B300; ml-engineering]",
             "gemm.best_tflops.bf16": "[D, uncalibrated] no MAMF is published for GB300; its dense BF16 and FP8 peaks equal GB200's, so GB200's measured best shapes are used (docs/reference/blackwell.md §2: 1822.0 TF/s bf16)",
             "gemm.best_tflops.fp8": "[D, uncalibrated] as gemm.best_tflops.bf16: GB200's 3615.6 TF/s fp8 (docs/reference/blackwell.md §2)",
         },
@@ -169,6 +173,10 @@ def hbm_curve(h100_curve):
     }
 
 
+def fp4_factor(gpu):
+    return gpu["peak"]["fp4"] / gpu["peak"]["fp8"]
+
+
 def gemm_section(gpu):
     measured = {}
     for index, dtype in ((3, "bf16"), (4, "fp8")):
@@ -176,8 +184,23 @@ def gemm_section(gpu):
             {"m": row[0], "n": row[1], "k": row[2], "tflops": row[index]} for row in XLA_SM100
         ]
         measured[dtype] = {"source": XLA_SOURCE.format(dtype=dtype_label(dtype)), "points": points}
+    factor = fp4_factor(gpu)
+    measured["fp4"] = {
+        "source": (
+            "[D, uncalibrated: transfer rule] no FP4 GEMM measurement by shape is published: the "
+            f"fp8 table at the same fraction of the dtype's dense peak, x fp4/fp8 peak = "
+            f"{gpu['peak']['fp4']}/{gpu['peak']['fp8']} = {factor:.4f} "
+            "(docs/reference/blackwell.md §7; calibration/derive_blackwell_profiles.py)"
+        ),
+        "points": [
+            {"m": row[0], "n": row[1], "k": row[2], "tflops": round(row[4] * factor, 1)}
+            for row in XLA_SM100
+        ],
+    }
+    best = dict(gpu["best"])
+    best["fp4"] = round(gpu["best"]["fp8"] * factor, 1)
     return {
-        "best_tflops": gpu["best"],
+        "best_tflops": best,
         "tile_m": 128,
         "tile_n": 256,
         "measured": measured,
@@ -191,6 +214,11 @@ def dtype_label(dtype):
 def gpu_sources(key, gpu, h100_sources):
     factor = gpu["peak"]["bf16"] / H100_BF16_PEAK
     sources = dict(gpu["src"])
+    sources["gemm.best_tflops.fp4"] = (
+        "[D, uncalibrated: transfer rule] no FP4 MAMF is published: gemm.best_tflops.fp8 at the "
+        f"same fraction of the dense peak, {gpu['best']['fp8']} x {gpu['peak']['fp4']}/"
+        f"{gpu['peak']['fp8']} (docs/reference/blackwell.md §7)"
+    )
     sources["gemm.tile_m"] = (
         "[U] 128x256 per SM, as Hopper: Blackwell's 2-SM UMMA tiles (256 x N over an SM pair) give "
         "the same output tile per SM; no wave-quantization measurement on Blackwell was found"

@@ -69,6 +69,14 @@ TEST_CASE("the Blackwell profiles parse with their datasheet and MAMF numbers", 
 
   const GpuProfile gb300 = test::load_shipped_gpu("gb300");
   CHECK(gb300.peak_flops(Dtype::kFp8) == Approx(5000e12));
+  // FP4 (blackwell.md §7): dense peaks 9000 / 10000 / 13125 / 15000; no FP4 MAMF is published, so
+  // the best shape is the FP8 one's fraction of peak (GB300: 3615.6 / 5000 = 0.72312).
+  CHECK(b200.peak_flops(Dtype::kFp4) == Approx(9000e12));
+  CHECK(gb200.peak_flops(Dtype::kFp4) == Approx(10000e12));
+  CHECK(b300.peak_flops(Dtype::kFp4) == Approx(13125e12));
+  CHECK(gb300.peak_flops(Dtype::kFp4) == Approx(15000e12));
+  CHECK(gb300.gemm_best_fraction(Dtype::kFp4) == Approx(3615.6 / 5000).epsilon(1e-4));
+  CHECK_FALSE(test::load_shipped_gpu("h100-sxm").supports(Dtype::kFp4));
   CHECK(gb300.hbm_bytes == Approx(279.0 * (1 << 30)));
 }
 

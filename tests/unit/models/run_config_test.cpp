@@ -177,3 +177,22 @@ TEST_CASE("placement takes a whole-tray share of each NVLink domain for the run"
   doc["placement"] = {{"gpus_per_domain", 64}, {"gpus_per_rack", 64}};
   CHECK_THROWS_WITH(run_config_from_json(doc, kExample), Contains("placement.gpus_per_rack"));
 }
+
+TEST_CASE("training.precision names the GEMM dtype and the quantization recipe",
+          "[models][config]") {
+  json doc = example_json();
+  const auto parsed = [&](const char* name) {
+    doc["training"]["precision"] = name;
+    return run_config_from_json(doc, kExample).training;
+  };
+  CHECK(parsed("bf16").precision == Dtype::kBf16);
+  CHECK(parsed("bf16").quantization == Quantization::kNone);
+  CHECK(parsed("fp8").quantization == Quantization::kFp8PerTensor);
+  CHECK(parsed("mxfp8").precision == Dtype::kFp8);  // FP8 GEMMs, block scales
+  CHECK(parsed("mxfp8").quantization == Quantization::kMxfp8);
+  CHECK(parsed("nvfp4").precision == Dtype::kFp4);
+  CHECK(parsed("nvfp4").quantization == Quantization::kNvfp4);
+  doc["training"]["precision"] = "fp4";
+  CHECK_THROWS_WITH(run_config_from_json(doc, kExample),
+                    Contains("training.precision") && Contains("mxfp8") && Contains("nvfp4"));
+}
