@@ -97,9 +97,29 @@ void reconcile_data_sharding(const JsonNode& training, std::optional<JsonNode> p
   config.training.distributed_optimizer = sharded;
 }
 
+// placement.gpus_per_domain: the job's share of each NVLink domain, whole nodes, at most the
+// domain. Ranks fill that many GPUs of one domain before the next, as a scheduler does that
+// places a job on 16 of an NVL72 rack's 18 trays (64 GPUs, so that groups of 64 fit a rack);
+// the GPUs left out do not exist for the run, so its domains are of that size.
+void read_placement(JsonObject& top, RunConfig& config) {
+  auto node = top.find("placement");
+  if (!node) return;
+  JsonObject placement(*node);
+  const JsonNode share = placement.at("gpus_per_domain");
+  const int per_node = config.cluster.gpus_per_node;
+  const auto gpus = static_cast<int>(share.as_integer(per_node, config.cluster.gpus_per_domain()));
+  if (gpus % per_node != 0) {
+    share.fail("must be whole nodes: a multiple of the cluster's node.gpus_per_node (" +
+               std::to_string(per_node) + ")");
+  }
+  placement.finish();
+  config.cluster.nvlink.domain_gpus = gpus;
+}
+
 void read_sections(JsonObject& top, const Sources& sources, RunConfig& config) {
   config.model = parse_model_spec(section(top, sources, "model"));
   config.cluster = parse_cluster_spec(section(top, sources, "cluster"));
+  read_placement(top, config);
   config.num_gpus = top.integer("num_gpus", 1);
   auto parallel = top.find("parallel");
   if (parallel) config.parallel = parse_parallel_spec(*parallel);

@@ -27,6 +27,8 @@ namespace wallsim::models {
 struct RunConfig {
   std::string file;  // the run config as named on the command line ("" when built in memory)
   ModelSpec model;
+  // The cluster file's spec; with `placement.gpus_per_domain` its NVLink domain is the job's
+  // share of each domain.
   ClusterSpec cluster;
   std::int64_t num_gpus = 0;
   ParallelSpec parallel;

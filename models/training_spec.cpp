@@ -132,7 +132,10 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
   t.seq_len = object.integer("seq_len", 1);
   t.micro_batch = object.integer_or("micro_batch", 1, 1);
   t.global_batch = object.integer("global_batch", 1);
-  t.precision = *dtype_from_name(object.choice_or("precision", "bf16", {"bf16", "fp8"}));
+  const Precision precision = *precision_from_name(
+      object.choice_or("precision", "bf16", {"bf16", "fp8", "mxfp8", "nvfp4"}));
+  t.precision = precision.gemm_dtype;
+  t.quantization = precision.quantization;
   t.recompute =
       parse_recompute(object.choice_or("recompute", "none", {"none", "selective", "full"}));
   if (auto modules = object.find("recompute_modules")) {

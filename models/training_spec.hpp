@@ -13,6 +13,7 @@
 #include "models/attention_backend.hpp"
 #include "models/cross_entropy.hpp"
 #include "models/pipeline_schedule.hpp"
+#include "models/quantization.hpp"
 #include "sim/hw/dtype.hpp"
 
 namespace wallsim {
@@ -60,7 +61,10 @@ struct TrainingSpec {
   std::int64_t seq_len = 0;
   std::int64_t micro_batch = 1;
   std::int64_t global_batch = 0;
-  Dtype precision = Dtype::kBf16;  // bf16 | fp8
+  // training.precision (models/quantization.hpp): the GEMMs' dtype (bf16 | fp8 | fp4) and how
+  // their inputs are quantized (none; fp8 per tensor; mxfp8 or nvfp4 block scaling).
+  Dtype precision = Dtype::kBf16;
+  Quantization quantization = Quantization::kNone;
   Recompute recompute = Recompute::none;
   // Selective recompute: which modules; dense models know core_attn, mlp, layernorm.
   std::vector<std::string> recompute_modules{"core_attn"};

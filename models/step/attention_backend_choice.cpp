@@ -7,11 +7,14 @@
 namespace wallsim::models {
 namespace {
 
-constexpr int kHopper = 90;  // sm_90
-constexpr int kAmpere = 80;  // sm_80
+constexpr int kHopper = 90;      // sm_90
+constexpr int kAmpere = 80;      // sm_80
+constexpr int kBlackwell = 100;  // sm_100 (B200, GB200); sm_103 (B300, GB300) counts as Blackwell
 // TE 1.3 nvte_get_fused_attn_backend, F16_arbitrary_seqlen: head_dim <= 128 and % 8 == 0.
 constexpr std::int64_t kCudnnMaxHeadDim = 128;
 constexpr std::int64_t kCudnnHeadDimMultiple = 8;
+constexpr std::int64_t kMlaQkHeadDim = 192;
+constexpr std::int64_t kMlaVHeadDim = 128;
 
 bool cudnn_head_dim_ok(std::int64_t d) {
   return d > 0 && d <= kCudnnMaxHeadDim && d % kCudnnHeadDimMultiple == 0;
@@ -27,12 +30,19 @@ AttentionHeadDims attention_head_dims(const ModelSpec& model) {
 }
 
 bool cudnn_fused_attention_eligible(int compute_capability, const AttentionHeadDims& dims) {
-  const bool arch = compute_capability == kAmpere || compute_capability == kHopper;
-  return arch && cudnn_head_dim_ok(dims.qk) && cudnn_head_dim_ok(dims.v);
+  const bool head_dims = cudnn_head_dim_ok(dims.qk) && cudnn_head_dim_ok(dims.v);
+  if (compute_capability == kAmpere || compute_capability == kHopper) return head_dims;
+  if (compute_capability >= kBlackwell) {
+    // cuDNN >= 9.11 on sm_100+: MLA's d_qk = 192, d_v = 128 trains too (TE fused_attn.cpp,
+    // docs/reference/blackwell.md §5).
+    return head_dims || (dims.qk == kMlaQkHeadDim && dims.v == kMlaVHeadDim);
+  }
+  return false;
 }
 
 AttentionBackend default_attention_backend(int compute_capability, const AttentionHeadDims& dims) {
-  if (compute_capability == kHopper && cudnn_fused_attention_eligible(compute_capability, dims)) {
+  // TE prefers cuDNN fused attention from compute capability 9.0 on ("Hopper+").
+  if (compute_capability >= kHopper && cudnn_fused_attention_eligible(compute_capability, dims)) {
     return AttentionBackend::kCudnn;
   }
   return AttentionBackend::kFlash2;

@@ -7,9 +7,6 @@
 namespace wallsim::models {
 namespace {
 
-// Casting a bf16 tensor to fp8 reads 2 bytes and writes 1 per element.
-constexpr double kFp8CastBytesPerElement = 3.0;
-
 double elements(std::int64_t rows, std::int64_t cols, std::int64_t batch) {
   return static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(batch);
 }
@@ -54,8 +51,13 @@ std::uint32_t PayloadTable::index(CollectiveOp op, double bytes) {
   return it->second;
 }
 
-OpEmitter::OpEmitter(OpGraph& graph, KernelTimer& timer, PayloadTable& payloads, Dtype gemm_dtype)
-    : graph_(graph), timer_(timer), payloads_(payloads), gemm_dtype_(gemm_dtype) {}
+OpEmitter::OpEmitter(OpGraph& graph, KernelTimer& timer, PayloadTable& payloads, Dtype gemm_dtype,
+                     Quantization quantization)
+    : graph_(graph),
+      timer_(timer),
+      payloads_(payloads),
+      gemm_dtype_(gemm_dtype),
+      cast_bytes_per_element_(cast_bytes_per_element(quantization)) {}
 
 Op OpEmitter::tagged(OpKind kind, OpCategory category, StreamIndex stream) const {
   Op op;
@@ -128,14 +130,14 @@ OpIndex OpEmitter::add_compute(std::string_view name, OpCategory category, Kerne
 
 OpIndex OpEmitter::gemm(std::string_view name, const GemmShape& shape, const Deps& deps) {
   Deps gemm_deps = deps;
-  if (gemm_dtype_ == Dtype::kFp8) {
+  if (cast_bytes_per_element_ > 0) {
     // The casts wait for what the GEMM waits for (its gathered input); the GEMM follows them
     // on the compute stream.
     const std::string base(name);
     memory_bound(base + " cast a",
-                 kFp8CastBytesPerElement * elements(shape.m, shape.k, shape.batch), deps);
+                 cast_bytes_per_element_ * elements(shape.m, shape.k, shape.batch), deps);
     memory_bound(base + " cast b",
-                 kFp8CastBytesPerElement * elements(shape.k, shape.n, shape.batch));
+                 cast_bytes_per_element_ * elements(shape.k, shape.n, shape.batch));
     gemm_deps.clear();
   }
   return add_compute(name, OpCategory::kGemm, timer_.gemm(shape, gemm_dtype_), gemm_flops(shape),
@@ -177,15 +179,15 @@ void OpEmitter::emit_weight_gradients(DeferredWeightGradients deferred,
 OpIndex OpEmitter::grouped_gemm(std::string_view name, const GroupedGemmShape& shape,
                                 bool one_kernel, const Deps& deps) {
   Deps gemm_deps = deps;
-  if (gemm_dtype_ == Dtype::kFp8) {
+  if (cast_bytes_per_element_ > 0) {
     double a = 0, b = 0;
     for (const GemmShape& p : shape.problems) {
       a += elements(p.m, p.k, p.batch);
       b += elements(p.k, p.n, p.batch);
     }
     const std::string base(name);
-    memory_bound(base + " cast a", kFp8CastBytesPerElement * a, deps);
-    memory_bound(base + " cast b", kFp8CastBytesPerElement * b);
+    memory_bound(base + " cast a", cast_bytes_per_element_ * a, deps);
+    memory_bound(base + " cast b", cast_bytes_per_element_ * b);
     gemm_deps.clear();
   }
   // Without a grouped kernel each problem is its own launch, and the host issues each.
@@ -198,13 +200,13 @@ OpIndex OpEmitter::gemm_piece(std::string_view name, const GemmShape& whole, std
                               bool first_piece, const Deps& deps) {
   const GemmShape piece{rows, whole.n, whole.k, whole.batch};
   Deps gemm_deps = deps;
-  if (gemm_dtype_ == Dtype::kFp8) {
+  if (cast_bytes_per_element_ > 0) {
     const std::string base(name);
     memory_bound(base + " cast a",
-                 kFp8CastBytesPerElement * elements(piece.m, piece.k, piece.batch), deps);
+                 cast_bytes_per_element_ * elements(piece.m, piece.k, piece.batch), deps);
     if (first_piece) {
       memory_bound(base + " cast b",
-                   kFp8CastBytesPerElement * elements(whole.k, whole.n, whole.batch));
+                   cast_bytes_per_element_ * elements(whole.k, whole.n, whole.batch));
     }
     gemm_deps.clear();
   }

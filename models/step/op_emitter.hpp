@@ -63,7 +63,10 @@ struct HostIssue {
 
 class OpEmitter {
  public:
-  OpEmitter(OpGraph& graph, KernelTimer& timer, PayloadTable& payloads, Dtype gemm_dtype);
+  // GEMMs run in `gemm_dtype`; with a quantization each GEMM's inputs are first cast by a
+  // memory-bound kernel (models/quantization.hpp).
+  OpEmitter(OpGraph& graph, KernelTimer& timer, PayloadTable& payloads, Dtype gemm_dtype,
+            Quantization quantization);
 
   // A new tag starts a new captured region: each layer's forward or backward is its own graph.
   void set_tag(OpTag tag) {
@@ -182,6 +185,7 @@ class OpEmitter {
   KernelTimer& timer_;
   PayloadTable& payloads_;
   Dtype gemm_dtype_;
+  double cast_bytes_per_element_;  // 0: GEMM inputs are used as they are
   OpTag tag_;
   double pending_alloc_bytes_ = 0;
   double pending_free_bytes_ = 0;

@@ -14,6 +14,7 @@
 #include "models/step/layer_ops.hpp"
 #include "models/step/op_emitter.hpp"
 #include "models/step/pipeline_ops.hpp"
+#include "models/step/precision_support.hpp"
 #include "models/step/step_context.hpp"
 #include "models/step/step_program.hpp"
 
@@ -342,7 +343,7 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
   const StageMemory& memory = in.memory.stages[static_cast<std::size_t>(stage)];
   OpGraph graph;
   graph.static_bytes = memory.weights + memory.grads + memory.optimizer + memory.buffers;
-  OpEmitter emit(graph, timer, payloads, c.training.precision);
+  OpEmitter emit(graph, timer, payloads, c.training.precision, c.training.quantization);
   emit.set_host_issue({timer.profile().host, c.training.cuda_graphs});
   const bool output_weights =
       stage == c.layout.output_chunk().stage && (!c.model.tied_embeddings || c.layout.sizes.pp > 1);
@@ -494,6 +495,7 @@ StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fi
   for (std::size_t i = 0; i < program.global_rank.size(); ++i) {
     in.simulated_of[static_cast<std::size_t>(program.global_rank[i])] = static_cast<RankIndex>(i);
   }
+  check_precision_supported(config.training, gpu.profile(), config.file);
   const AttentionBackend attention =
       resolve_attention_backend(config.training, config.model, gpu.profile(), config.file);
   KernelTimer timer(gpu, fused_kernel(attention));

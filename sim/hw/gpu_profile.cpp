@@ -45,17 +45,17 @@ LogCurve parse_curve(const JsonNode& node, std::string_view x_key, std::string_v
   return curve;
 }
 
-// {"bf16": 989.4, "fp8": 1978.9}: TFLOP/s per dtype name, as FLOP/s.
+// {"bf16": 989.4, "fp8": 1978.9, "fp4": ...}: TFLOP/s per dtype name, as FLOP/s.
 std::map<Dtype, double> parse_tflops_by_dtype(const JsonNode& node) {
   JsonObject object(node);
   std::map<Dtype, double> flops;
-  for (Dtype dtype : {Dtype::kBf16, Dtype::kFp8, Dtype::kFp32}) {
+  for (Dtype dtype : {Dtype::kBf16, Dtype::kFp8, Dtype::kFp4, Dtype::kFp32}) {
     if (auto value = object.find(dtype_name(dtype))) {
       flops[dtype] = value->as_positive_number() * kTera;
     }
   }
-  object.finish();  // rejects dtype names other than bf16, fp8, fp32
-  if (flops.empty()) node.fail("must give at least one dtype (bf16, fp8, fp32)");
+  object.finish();  // rejects dtype names other than bf16, fp8, fp4, fp32
+  if (flops.empty()) node.fail("must give at least one dtype (bf16, fp8, fp4, fp32)");
   return flops;
 }
 

@@ -38,11 +38,13 @@ constexpr double gemm_flops(const GemmShape& s) {
 
 // HBM traffic of a GEMM that reads A and B once and writes C once (the large-tile kernels
 // reuse operands from L2/shared memory, so this is the floor a memory-bound GEMM pays).
-// Inputs are in `dtype`; an fp8 GEMM writes its output in bf16, as Transformer Engine's fp8
-// GEMMs do (fp8 output would need the next layer's scale), every other dtype writes `dtype`.
+// Inputs are in `dtype`; an fp8 or fp4 GEMM writes its output in bf16, as Transformer Engine's
+// quantized GEMMs do (a quantized output would need the next layer's scale), every other dtype
+// writes `dtype`.
 constexpr double gemm_bytes(const GemmShape& s, Dtype dtype) {
   const double in_bytes = dtype_bytes(dtype);
-  const double out_bytes = dtype == Dtype::kFp8 ? dtype_bytes(Dtype::kBf16) : in_bytes;
+  const bool quantized = dtype == Dtype::kFp8 || dtype == Dtype::kFp4;
+  const double out_bytes = quantized ? dtype_bytes(Dtype::kBf16) : in_bytes;
   const double m = static_cast<double>(s.m), n = static_cast<double>(s.n);
   const double k = static_cast<double>(s.k);
   return static_cast<double>(s.batch) * ((m * k + k * n) * in_bytes + m * n * out_bytes);

@@ -73,6 +73,14 @@ const std::vector<Measurement>& measurements() {
        Algorithm::kRing, 8 * kGiB, 376, "AddyLaddy nccl-tests#290: 8 x 46-48 GB/s"},
       {"4 nodes x 8 A100 all-reduce ring, 8 HDR NICs", "dgx-a100", 4, 8, CollectiveOp::kAllReduce,
        Algorithm::kRing, 8 * kGiB, 192, "AddyLaddy nccl#812"},
+      // docs/reference/blackwell.md §6. The NVLS row is what b200.json's nvls_efficiency was
+      // fitted to; the ring and the two-tray GB200 rows are out of sample.
+      {"8x B200 all-reduce (NVLS)", "dgx-b200", 1, 8, CollectiveOp::kAllReduce, std::nullopt,
+       8 * kGiB, 838.0, "ml-engineering network/README.md, AWS p6-b200, NCCL 2.27.7, 8 GiB"},
+      {"8x B200 all-reduce ring", "dgx-b200", 1, 8, CollectiveOp::kAllReduce, Algorithm::kRing,
+       8 * kGiB, 682.2, "ml-engineering network/README.md, NVLS off"},
+      {"2 trays x 4 GB200 all-reduce over MNNVL", "gb200-nvl72", 2, 4, CollectiveOp::kAllReduce,
+       std::nullopt, 8 * kGiB, 811, "lixueduan.com GB200 MNNVL nccl-tests, 2 nodes x 4 GPUs"},
   };
   return rows;
 }
@@ -175,6 +183,41 @@ TEST_CASE("MoE token exchanges take the NCCL all-to-all times Megatron-Core meas
                   predicted_us, row.measured_us, 100 * (predicted_us / row.measured_us - 1));
       INFO(row.label << " [" << model << "]");
       CHECK(std::fabs(predicted_us / row.measured_us - 1) <= 0.20);
+    }
+  }
+}
+
+TEST_CASE("on a GB200 NVL72 rack the token exchange lies between NVLink's floor and the call time",
+          "[validation][collective][moe]") {
+  // docs/reference/moe.md (MCore Table 7) on GB200 NVL72: the NCCL all-to-all dispatcher takes
+  // 930 us per dispatch at EP 64 and 735 us at EP 8 (same DeepSeek-V3 shapes as above). On NVLink
+  // the dispatcher's own permutation kernels are a large part of that call, so the exchange
+  // alone is only bounded: no faster than every byte leaving at the 900 GB/s line rate
+  // ((EP-1)/EP of 469,762,048 B), no slower than the measured call.
+  struct Row {
+    const char* label;
+    int ep;
+    double measured_call_us;
+  };
+  const double bytes = 4096.0 * 8 * 7168 * 2;
+  for (const Row& row : {Row{"EP64 dispatch", 64, 930}, Row{"EP8 dispatch", 8, 735}}) {
+    const Setup setup = make_setup("gb200-nvl72", row.ep / 4);
+    const Measurement shape{
+        row.label, "gb200-nvl72",  row.ep / 4, 4, CollectiveOp::kAllToAll, std::nullopt, bytes,
+        0,         "MCore Table 7"};
+    const double floor_us = bytes * (row.ep - 1) / row.ep / 900e9 * 1e6;
+    for (const char* model : {"analytical", "flow"}) {
+      const auto request = request_for(shape, bytes, setup.topology.gpus_per_node());
+      const double predicted_us =
+          run_collective(model, setup.topology, setup.profile.comm, request).time.seconds() * 1e6;
+      std::printf(
+          "GB200 %-12s %-10s predicted %6.0f us, line-rate floor %6.0f, measured call %6.0f"
+          " us (%+.1f%%)\n",
+          row.label, model, predicted_us, floor_us, row.measured_call_us,
+          100 * (predicted_us / row.measured_call_us - 1));
+      INFO(row.label << " [" << model << "]");
+      CHECK(predicted_us >= floor_us);
+      CHECK(predicted_us <= row.measured_call_us);
     }
   }
 }

@@ -45,9 +45,61 @@ TEST_CASE("every shipped profile parses with its datasheet numbers", "[hw][profi
   CHECK_FALSE(a100.supports(Dtype::kFp8));
 }
 
+TEST_CASE("the Blackwell profiles parse with their datasheet and MAMF numbers", "[hw][profile]") {
+  // docs/reference/blackwell.md §1 (specifications) and §2 (MAMF best shapes).
+  const GpuProfile b200 = test::load_shipped_gpu("b200");
+  CHECK(b200.sms == 148);
+  CHECK(b200.compute_capability == 100);
+  CHECK(b200.peak_flops(Dtype::kBf16) == Approx(2250e12));
+  CHECK(b200.peak_flops(Dtype::kFp8) == Approx(4500e12));
+  CHECK(b200.hbm_bandwidth_Bps == Approx(8.0e12));
+  CHECK(b200.hbm_bytes == Approx(180.0 * (1 << 30)));
+  CHECK(b200.gemm_best_fraction(Dtype::kBf16) == Approx(1745.0 / 2250));
+
+  const GpuProfile gb200 = test::load_shipped_gpu("gb200");
+  CHECK(gb200.peak_flops(Dtype::kBf16) == Approx(2500e12));
+  CHECK(gb200.hbm_bytes == Approx(186.0 * (1 << 30)));
+  CHECK(gb200.gemm_best_fraction(Dtype::kFp8) == Approx(3615.6 / 5000));
+
+  const GpuProfile b300 = test::load_shipped_gpu("b300");
+  CHECK(b300.sms == 160);
+  CHECK(b300.compute_capability == 103);
+  CHECK(b300.hbm_bytes == Approx(270.0 * (1 << 30)));
+  CHECK(b300.gemm_best_fraction(Dtype::kBf16) == Approx(1769.0 / 2250));
+
+  const GpuProfile gb300 = test::load_shipped_gpu("gb300");
+  CHECK(gb300.peak_flops(Dtype::kFp8) == Approx(5000e12));
+  // FP4 (blackwell.md §7): dense peaks 9000 / 10000 / 13125 / 15000; no FP4 MAMF is published, so
+  // the best shape is the FP8 one's fraction of peak (GB300: 3615.6 / 5000 = 0.72312).
+  CHECK(b200.peak_flops(Dtype::kFp4) == Approx(9000e12));
+  CHECK(gb200.peak_flops(Dtype::kFp4) == Approx(10000e12));
+  CHECK(b300.peak_flops(Dtype::kFp4) == Approx(13125e12));
+  CHECK(gb300.peak_flops(Dtype::kFp4) == Approx(15000e12));
+  CHECK(gb300.gemm_best_fraction(Dtype::kFp4) == Approx(3615.6 / 5000).epsilon(1e-4));
+  CHECK_FALSE(test::load_shipped_gpu("h100-sxm").supports(Dtype::kFp4));
+  CHECK(gb300.hbm_bytes == Approx(279.0 * (1 << 30)));
+}
+
+TEST_CASE("Blackwell attention is Hopper's at the same fraction of the BF16 peak",
+          "[hw][profile]") {
+  // The transfer rule (docs/reference/blackwell.md §7): every entry x peak_bf16 / 989.4. H100's
+  // cuDNN causal forward at hdim 128 and 8k is 529 TFLOP/s, so B200 runs it at
+  // 529 x 2250 / 989.4 = 1203.0 and GB200 at 529 x 2500 / 989.4 = 1336.7.
+  const auto rate = [](const std::string& gpu) {
+    return test::load_shipped_gpu(gpu)
+        .attention_tables(AttentionKernel::kCudnn)
+        .achieved_flops(AttentionPass::kForward, true, 128, 8192);
+  };
+  CHECK(rate("b200") == Approx(529.0 * 2250 / 989.4 * 1e12).epsilon(1e-3));
+  CHECK(rate("gb200") == Approx(529.0 * 2500 / 989.4 * 1e12).epsilon(1e-3));
+  // FlashAttention-3 is Hopper-only: the Blackwell profiles have no tables for it.
+  CHECK_FALSE(test::load_shipped_gpu("b200").has_attention(AttentionKernel::kFlash3));
+}
+
 TEST_CASE("shipped profiles name themselves and say where their numbers came from",
           "[hw][profile]") {
-  for (const char* name : {"h100-sxm", "h200-sxm", "a100-sxm-80gb"}) {
+  for (const char* name :
+       {"h100-sxm", "h200-sxm", "a100-sxm-80gb", "b200", "gb200", "b300", "gb300"}) {
     const auto root = load_json_file(test::shipped_profile_file(name));
     CHECK(root.at("name") == name);
     for (const char* key : {"source", "date", "hardware", "tool"}) {
@@ -65,7 +117,9 @@ TEST_CASE("shipped profiles name themselves and say where their numbers came fro
     if (gpu.at("gemm").contains("size_falloff")) CHECK(sources.contains("gemm.size_falloff"));
     const nlohmann::json measured = gpu.at("gemm").value("measured", nlohmann::json::object());
     for (const auto& [dtype, table] : measured.items()) {
-      CHECK(table.at("source").get<std::string>().find("kernels.md") != std::string::npos);
+      const auto source = table.at("source").get<std::string>();
+      CHECK((source.find("kernels.md") != std::string::npos ||
+             source.find("blackwell.md") != std::string::npos));
     }
   }
 }

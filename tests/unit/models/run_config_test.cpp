@@ -152,3 +152,47 @@ TEST_CASE("a variant is the source document with more overrides, through the sam
   const RunConfig in_memory = run_config_from_json(doc, kExample);
   CHECK(variant_of(in_memory, {"parallel.pp=null"}).layout.sizes.pp == 1);
 }
+
+TEST_CASE("placement takes a whole-tray share of each NVLink domain for the run",
+          "[models][config]") {
+  // gb200-nvl72.json: trays of 4 GPUs, racks of 72. A job on 16 of the 18 trays of each rack
+  // sees 64-GPU domains, so an expert group of 64 fills one rack exactly.
+  json doc = example_json();
+  doc["cluster"] = "../clusters/gb200-nvl72.json";
+  doc["num_gpus"] = 128;
+  doc["parallel"]["tp"] = 1;
+  CHECK(run_config_from_json(doc, kExample).cluster.gpus_per_domain() == 72);
+  doc["placement"] = {{"gpus_per_domain", 64}};
+  const RunConfig config = run_config_from_json(doc, kExample);
+  CHECK(config.cluster.gpus_per_domain() == 64);
+  CHECK(config.cluster.gpus_per_node == 4);
+  doc["placement"]["gpus_per_domain"] = 66;  // not whole trays
+  CHECK_THROWS_WITH(run_config_from_json(doc, kExample),
+                    Contains("placement.gpus_per_domain") && Contains("multiple"));
+  doc["placement"]["gpus_per_domain"] = 76;  // more than the rack
+  CHECK_THROWS_WITH(run_config_from_json(doc, kExample), Contains("placement.gpus_per_domain"));
+  doc["placement"] = {{"gpus_per_rack", 64}};
+  CHECK_THROWS_WITH(run_config_from_json(doc, kExample),
+                    Contains("placement.gpus_per_domain") && Contains("missing"));
+  doc["placement"] = {{"gpus_per_domain", 64}, {"gpus_per_rack", 64}};
+  CHECK_THROWS_WITH(run_config_from_json(doc, kExample), Contains("placement.gpus_per_rack"));
+}
+
+TEST_CASE("training.precision names the GEMM dtype and the quantization recipe",
+          "[models][config]") {
+  json doc = example_json();
+  const auto parsed = [&](const char* name) {
+    doc["training"]["precision"] = name;
+    return run_config_from_json(doc, kExample).training;
+  };
+  CHECK(parsed("bf16").precision == Dtype::kBf16);
+  CHECK(parsed("bf16").quantization == Quantization::kNone);
+  CHECK(parsed("fp8").quantization == Quantization::kFp8PerTensor);
+  CHECK(parsed("mxfp8").precision == Dtype::kFp8);  // FP8 GEMMs, block scales
+  CHECK(parsed("mxfp8").quantization == Quantization::kMxfp8);
+  CHECK(parsed("nvfp4").precision == Dtype::kFp4);
+  CHECK(parsed("nvfp4").quantization == Quantization::kNvfp4);
+  doc["training"]["precision"] = "fp4";
+  CHECK_THROWS_WITH(run_config_from_json(doc, kExample),
+                    Contains("training.precision") && Contains("mxfp8") && Contains("nvfp4"));
+}

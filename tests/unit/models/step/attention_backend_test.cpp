@@ -66,6 +66,18 @@ TEST_CASE("the default is cuDNN on sm90 within TE 1.3's head dims, FlashAttentio
   CHECK(default_attention_backend(80, {128, 128}) == AttentionBackend::kFlash2);
 }
 
+TEST_CASE("on Blackwell the default is cuDNN, MLA's 192 and 128 head dims included",
+          "[models][attention]") {
+  // docs/reference/blackwell.md §5: TE prefers FusedAttention at compute capability >= 9.0, and
+  // cuDNN >= 9.11 trains d_qk = 192, d_v = 128 on sm_100 and later (sm_103 is B300/GB300).
+  CHECK(default_attention_backend(100, {128, 128}) == AttentionBackend::kCudnn);
+  CHECK(default_attention_backend(103, {64, 64}) == AttentionBackend::kCudnn);
+  CHECK(default_attention_backend(100, {192, 128}) == AttentionBackend::kCudnn);  // MLA
+  CHECK(default_attention_backend(103, {192, 128}) == AttentionBackend::kCudnn);
+  CHECK(default_attention_backend(100, {256, 256}) == AttentionBackend::kFlash2);
+  CHECK(default_attention_backend(100, {192, 192}) == AttentionBackend::kFlash2);
+}
+
 TEST_CASE("a backend the profile has no tables for names the profile and what it has",
           "[models][attention]") {
   json doc = with_training("attention_backend", "cudnn");

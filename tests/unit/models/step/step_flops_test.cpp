@@ -144,3 +144,76 @@ TEST_CASE("the same config builds the same program twice", "[models][step]") {
     }
   }
 }
+
+namespace {
+
+const GpuModel& b200() {
+  static const GpuModel model = [] {
+    const std::string file = std::string(WALLSIM_SOURCE_ROOT) + "/calibration/profiles/b200.json";
+    const nlohmann::json root = load_json_file(file);
+    return GpuModel(parse_gpu_profile(JsonNode(root.at("gpu"), file, "gpu")));
+  }();
+  return model;
+}
+
+// Bytes of every cast kernel of rank 0's graph.
+double cast_bytes(const StepProgram& program) {
+  const OpGraph& g = program.graphs[0];
+  double total = 0;
+  for (OpIndex i : select(g, [&](const Op& op) { return label_has(g, op, " cast "); })) {
+    total += g.op(i).bytes;
+  }
+  return total;
+}
+
+json llama_shaped() {
+  json doc = base_config();
+  doc["model"]["hidden"] = 4096;
+  doc["model"]["heads"] = 32;
+  doc["model"]["kv_heads"] = 8;
+  doc["model"]["ffn_hidden"] = 14336;
+  doc["training"]["seq_len"] = 8192;
+  return doc;
+}
+
+StepProgram build_with(json doc, const std::string& precision, const GpuModel& gpu) {
+  doc["training"]["precision"] = precision;
+  return build_step(config_from(doc), gpu, Fidelity::kSymmetric);
+}
+
+}  // namespace
+
+TEST_CASE("block-scaled recipes cast into row- and column-wise copies with their scales",
+          "[models][step]") {
+  // models/quantization.hpp: per element of a GEMM input, fp8 per-tensor moves 3 bytes, MXFP8
+  // 2 + 2·(1 + 1/32) = 4.0625, NVFP4 2 + 2 + 2·(0.5 + 1/16) = 5.125. The same GEMMs are cast
+  // either way, so the casts' bytes scale by those ratios.
+  const json doc = llama_shaped();
+  const StepProgram fp8 = build_with(doc, "fp8", b200());
+  const StepProgram mxfp8 = build_with(doc, "mxfp8", b200());
+  const StepProgram nvfp4 = build_with(doc, "nvfp4", b200());
+  CHECK(cast_bytes(mxfp8) == Approx(cast_bytes(fp8) * 4.0625 / 3.0).epsilon(1e-6));
+  CHECK(cast_bytes(nvfp4) == Approx(cast_bytes(fp8) * 5.125 / 3.0).epsilon(1e-6));
+  // NVFP4's GEMMs run at the fp4 rate: faster than MXFP8's, which run at the fp8 rate.
+  const auto gemm_time = [](const OpGraph& g) {
+    Time total;
+    for (OpIndex i = 0; i < g.size(); ++i) {
+      if (is(g.op(i), OpCategory::kGemm)) total += g.op(i).duration;
+    }
+    return total;
+  };
+  CHECK(gemm_time(nvfp4.graphs[0]) < gemm_time(mxfp8.graphs[0]));
+  CHECK(gemm_time(mxfp8.graphs[0]) == gemm_time(fp8.graphs[0]));
+}
+
+TEST_CASE("a precision the GPU cannot run is refused with the reason", "[models][step]") {
+  json doc = llama_shaped();
+  doc["training"]["precision"] = "mxfp8";
+  CHECK_THROWS_WITH(build(doc), Catch::Contains("training.precision") && Catch::Contains("mxfp8") &&
+                                    Catch::Contains("block-scaled tensor cores") &&
+                                    Catch::Contains("compute capability 9.0"));
+  doc["training"]["precision"] = "nvfp4";
+  CHECK_THROWS_WITH(build(doc), Catch::Contains("nvfp4") && Catch::Contains("Blackwell"));
+  doc["training"]["precision"] = "fp8";
+  CHECK_NOTHROW(build(doc));
+}

@@ -157,10 +157,10 @@ TEST_CASE("every shipped cluster parses and builds at 8 and 16,384 GPUs", "[clus
     bool nvls;
   };
   // Values from each file's own "sources" (hardware.md §1.2, §2.1).
-  const Shipped shipped[] = {{"dgx-a100", "a100-sxm-80gb", 300, false},
-                             {"dgx-h100", "h100-sxm", 450, true},
-                             {"dgx-h200", "h200-sxm", 450, true},
-                             {"dgx-h800", "h100-sxm", 200, true}};
+  const Shipped shipped[] = {
+      {"dgx-a100", "a100-sxm-80gb", 300, false}, {"dgx-h100", "h100-sxm", 450, true},
+      {"dgx-h200", "h200-sxm", 450, true},       {"dgx-h800", "h100-sxm", 200, true},
+      {"dgx-b200", "b200", 900, true},           {"dgx-b300", "b300", 900, true}};
   for (const Shipped& cluster : shipped) {
     INFO(cluster.name);
     const ClusterSpec spec = wallsim::load_cluster_spec(kClusterDir + cluster.name + ".json");
@@ -173,5 +173,32 @@ TEST_CASE("every shipped cluster parses and builds at 8 and 16,384 GPUs", "[clus
     const wallsim::Topology large(spec, 16384);
     CHECK(large.num_nodes() == 2048);
     CHECK(large.has_core_tier());
+  }
+}
+
+TEST_CASE("the NVL72 racks are 72-GPU NVLink domains of 4-GPU trays with a NIC per GPU",
+          "[cluster_spec]") {
+  // docs/reference/blackwell.md §1: 18 compute trays x 4 GPUs per rack, one NVLink domain, one
+  // ConnectX-7 (GB200, 400 Gb/s) or ConnectX-8 (GB300, 800 Gb/s) per GPU.
+  struct Rack {
+    const char* name;
+    const char* gpu;
+    double nic_Gbps;
+  };
+  for (const Rack& rack : {Rack{"gb200-nvl72", "gb200", 400}, Rack{"gb300-nvl72", "gb300", 800}}) {
+    INFO(rack.name);
+    const ClusterSpec spec = wallsim::load_cluster_spec(kClusterDir + rack.name + ".json");
+    CHECK(spec.gpu == rack.gpu);
+    CHECK(spec.gpus_per_node == 4);
+    CHECK(spec.gpus_per_domain() == 72);
+    CHECK(spec.nvlink.nvls);
+    CHECK(spec.nvlink.bandwidth_GBps == 900);
+    CHECK(spec.nic.per_node == 4);
+    CHECK(spec.nic.bandwidth_Gbps == rack.nic_Gbps);
+    // 16,384 GPUs: 4096 trays; 227 whole racks and one of 40 GPUs.
+    const wallsim::Topology large(spec, 16384);
+    CHECK(large.num_nodes() == 4096);
+    CHECK(large.num_domains() == 228);
+    CHECK(large.counts().nvswitches == 228);
   }
 }
