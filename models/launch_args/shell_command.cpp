@@ -1,0 +1,311 @@
+#include "models/launch_args/shell_command.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "models/launch_args/shell_lexer.hpp"
+#include "sim/core/input_error.hpp"
+
+namespace wallsim::models {
+namespace {
+
+// A variable's value: one element for a scalar, any number for an array.
+struct ShellValue {
+  std::vector<std::string> elements;
+  std::vector<std::string> unresolved;
+};
+
+using Variables = std::map<std::string, ShellValue, std::less<>>;
+
+// Collects the fields (words) one token expands to.
+class FieldBuilder {
+ public:
+  explicit FieldBuilder(int line) : line_(line) {}
+  void append(const std::string& text) {
+    if (!open_) fields_.push_back(ShellWord{"", {}, line_});
+    fields_.back().text += text;
+    open_ = true;
+  }
+  void mark(const std::string& what) {
+    if (!open_) append("");
+    fields_.back().unresolved.push_back(what);
+  }
+  void cut() { open_ = false; }
+  // Unquoted: split at blanks, a leading or trailing blank cutting the field.
+  void append_split(const std::string& text) {
+    std::size_t i = 0;
+    while (i < text.size()) {
+      if (text[i] == ' ' || text[i] == '\t' || text[i] == '\n') {
+        cut();
+        ++i;
+        continue;
+      }
+      const std::size_t end = std::min(text.find_first_of(" \t\n", i), text.size());
+      append(text.substr(i, end - i));
+      i = end;
+    }
+  }
+  std::vector<ShellWord> take() { return std::move(fields_); }
+
+ private:
+  int line_;
+  bool open_ = false;
+  std::vector<ShellWord> fields_;
+};
+
+bool is_keyword(const std::string& word, std::initializer_list<std::string_view> keywords) {
+  return std::find(keywords.begin(), keywords.end(), word) != keywords.end();
+}
+
+class Shell {
+ public:
+  explicit Shell(std::string source) : source_(std::move(source)) {}
+
+  LaunchCommand run(const std::vector<ShellStatement>& statements) {
+    for (const ShellStatement& statement : statements) execute(statement);
+    return launch();
+  }
+
+ private:
+  // The first word as plain text, if it is one unquoted literal.
+  static std::optional<std::string> plain(const ShellToken& token) {
+    if (token.pieces.size() != 1 || token.pieces[0].kind != ShellPiece::Kind::kLiteral ||
+        token.pieces[0].quoted) {
+      return std::nullopt;
+    }
+    return token.pieces[0].text;
+  }
+
+  static std::optional<std::string> assignment_name(const ShellToken& token) {
+    if (token.pieces.empty() || token.pieces[0].kind != ShellPiece::Kind::kLiteral ||
+        token.pieces[0].quoted) {
+      return std::nullopt;
+    }
+    const std::string& text = token.pieces[0].text;
+    const std::size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) return std::nullopt;
+    const std::string name = text.substr(0, text[eq - 1] == '+' ? eq - 1 : eq);
+    const bool valid = std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+    });
+    if (!valid || std::isdigit(static_cast<unsigned char>(name[0])) != 0) return std::nullopt;
+    return name;
+  }
+
+  void execute(const ShellStatement& statement) {
+    std::size_t first = 0;
+    const auto word = plain(statement.tokens[0]).value_or("");
+    if (is_keyword(word, {"if", "for", "while", "until", "case", "select"})) {
+      if (depth_++ == 0) block_ = {statement.line, word, {}};
+      return;
+    }
+    if (is_keyword(word, {"fi", "done", "esac"}) && depth_ > 0) {
+      if (--depth_ == 0) close_block(statement.line);
+      return;
+    }
+    if (depth_ > 0) return record_skipped(statement);
+    if (is_keyword(word, {"export", "local", "declare", "readonly", "typeset"})) first = 1;
+    if (word == "unset") {
+      for (std::size_t i = 1; i < statement.tokens.size(); ++i) {
+        variables_.erase(plain(statement.tokens[i]).value_or(""));
+      }
+      return;
+    }
+    while (first < statement.tokens.size() &&
+           plain(statement.tokens[first]).value_or("x").starts_with("-") && first > 0) {
+      ++first;  // declare -a, export -n: options of the builtin
+    }
+    std::size_t i = first;
+    while (i < statement.tokens.size() && assignment_name(statement.tokens[i])) {
+      assign(statement.tokens[i], statement.line);
+      ++i;
+    }
+    if (i < statement.tokens.size() && first == 0) command(statement, i);
+  }
+
+  void record_skipped(const ShellStatement& statement) {
+    for (const ShellToken& token : statement.tokens) {
+      if (auto name = assignment_name(token)) block_.assigned.insert(*name);
+    }
+  }
+
+  void close_block(int end_line) {
+    std::string note = "lines " + std::to_string(block_.line) + "-" + std::to_string(end_line) +
+                       " (" + block_.keyword + " … " +
+                       (block_.keyword == "if" ? "fi" : block_.keyword == "case" ? "esac" : "done") +
+                       ") are not evaluated";
+    if (!block_.assigned.empty()) {
+      note += "; the assignments there are ignored:";
+      for (const auto& name : block_.assigned) {
+        note += " " + name;
+        skipped_.insert(name);
+      }
+    }
+    notes_.push_back(note);
+  }
+
+  void assign(const ShellToken& token, int line) {
+    const std::string& head = token.pieces[0].text;
+    const std::size_t eq = head.find('=');
+    const bool append = head[eq - 1] == '+';
+    const std::string name = *assignment_name(token);
+    ShellValue value;
+    if (token.array_assignment) {
+      for (const ShellToken& element : token.elements) {
+        for (ShellWord& field : expand(element.pieces, line)) {
+          value.elements.push_back(field.text);
+          value.unresolved.insert(value.unresolved.end(), field.unresolved.begin(),
+                                  field.unresolved.end());
+        }
+      }
+    } else {
+      std::vector<ShellPiece> rest(token.pieces.begin(), token.pieces.end());
+      rest[0].text = head.substr(eq + 1);
+      ShellWord joined = join(expand_quoted(rest, line));
+      value.elements.push_back(joined.text);
+      value.unresolved = joined.unresolved;
+    }
+    ShellValue& target = variables_[name];
+    if (!append) target = ShellValue{};
+    if (append && !token.array_assignment && !target.elements.empty()) {
+      target.elements.back() += value.elements.front();
+    } else {
+      target.elements.insert(target.elements.end(), value.elements.begin(), value.elements.end());
+    }
+    target.unresolved.insert(target.unresolved.end(), value.unresolved.begin(),
+                             value.unresolved.end());
+  }
+
+  static ShellWord join(const std::vector<ShellWord>& fields) {
+    ShellWord word;
+    for (const ShellWord& field : fields) {
+      if (&field != &fields.front()) word.text += " ";
+      word.text += field.text;
+      word.unresolved.insert(word.unresolved.end(), field.unresolved.begin(),
+                             field.unresolved.end());
+    }
+    return word;
+  }
+
+  // An assignment's value: no word splitting, as if every piece were quoted.
+  std::vector<ShellWord> expand_quoted(std::vector<ShellPiece> pieces, int line) {
+    for (ShellPiece& piece : pieces) piece.quoted = true;
+    return expand(pieces, line);
+  }
+
+  std::vector<ShellWord> expand(const std::vector<ShellPiece>& pieces, int line) {
+    FieldBuilder fields(line);
+    for (const ShellPiece& piece : pieces) {
+      if (piece.kind == ShellPiece::Kind::kLiteral) {
+        fields.append(piece.text);
+      } else if (piece.kind == ShellPiece::Kind::kUnsupported) {
+        fields.append(piece.text);
+        fields.mark(piece.text);
+      } else {
+        expand_parameter(piece, line, fields);
+      }
+    }
+    return fields.take();
+  }
+
+  void expand_parameter(const ShellPiece& piece, int line, FieldBuilder& fields) {
+    const auto it = variables_.find(piece.name);
+    const bool set = it != variables_.end() && !(piece.fallback && piece.text.find(":-") !=
+                                                                       std::string::npos &&
+                                                 join_value(it->second).empty());
+    if (!set && piece.fallback) {
+      for (const ShellWord& word : expand(lex_shell_word(*piece.fallback, source_, line), line)) {
+        piece.quoted ? fields.append(word.text) : fields.append_split(word.text);
+        for (const auto& what : word.unresolved) fields.mark(what);
+      }
+      return;
+    }
+    if (!set) {
+      fields.append(piece.text);
+      fields.mark(skipped_.contains(piece.name) ? piece.text + " (set only inside a skipped block)"
+                                                : piece.text);
+      return;
+    }
+    const ShellValue& value = it->second;
+    const bool separate = piece.all_elements && !piece.join_elements;
+    for (std::size_t i = 0; i < value.elements.size(); ++i) {
+      if (!piece.all_elements && i > 0) break;  // $ARRAY is its first element
+      if (i > 0) piece.quoted && separate ? fields.cut() : fields.append(" ");
+      piece.quoted ? fields.append(value.elements[i]) : fields.append_split(value.elements[i]);
+      if (!piece.quoted && separate) fields.cut();
+    }
+    for (const auto& what : value.unresolved) fields.mark(what);
+  }
+
+  static std::string join_value(const ShellValue& value) {
+    std::string text;
+    for (const auto& element : value.elements) text += element;
+    return text;
+  }
+
+  void command(const ShellStatement& statement, std::size_t first) {
+    std::vector<ShellWord> words;
+    for (std::size_t i = first; i < statement.tokens.size(); ++i) {
+      for (ShellWord& word : expand(statement.tokens[i].pieces, statement.line)) {
+        words.push_back(std::move(word));
+      }
+    }
+    if (!words.empty()) commands_.push_back(std::move(words));
+  }
+
+  static std::optional<std::size_t> script_index(const std::vector<ShellWord>& words) {
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      const std::string& text = words[i].text;
+      if (!text.starts_with("-") && text.ends_with(".py")) return i;
+    }
+    return std::nullopt;
+  }
+
+  LaunchCommand launch() {
+    LaunchCommand out;
+    out.notes = notes_;
+    for (auto it = commands_.rbegin(); it != commands_.rend(); ++it) {
+      if (auto index = script_index(*it)) {
+        out.script = (*it)[*index].text;
+        out.launcher.assign(it->begin(), it->begin() + static_cast<long>(*index));
+        out.arguments.assign(it->begin() + static_cast<long>(*index) + 1, it->end());
+        return out;
+      }
+    }
+    for (auto& words : commands_) {
+      if (!words.front().text.starts_with("-")) {
+        throw InputError(source_ + ":" + std::to_string(words.front().line), "", "",
+                         "'" + words.front().text +
+                             "' is not an option, and no command runs a *.py script (give "
+                             "the launch line, e.g. torchrun … pretrain_gpt.py --num-layers …, "
+                             "or only the arguments)");
+      }
+      out.arguments.insert(out.arguments.end(), words.begin(), words.end());
+    }
+    return out;
+  }
+
+  struct Block {
+    int line = 0;
+    std::string keyword;
+    std::set<std::string> assigned;
+  };
+
+  std::string source_;
+  Variables variables_;
+  std::vector<std::vector<ShellWord>> commands_;
+  std::vector<std::string> notes_;
+  std::set<std::string> skipped_;
+  int depth_ = 0;
+  Block block_;
+};
+
+}  // namespace
+
+LaunchCommand read_launch_command(std::string_view text, const std::string& source) {
+  return Shell(source).run(lex_shell(text, source));
+}
+
+}  // namespace wallsim::models
