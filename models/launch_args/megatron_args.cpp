@@ -43,9 +43,9 @@ MegatronArgs::MegatronArgs(const std::vector<ShellWord>& words, std::string sour
     const std::size_t eq = word.text.find('=');
     const std::string flag = word.text.substr(0, eq);
     if (!word.unresolved.empty() && (eq == std::string::npos || flag.find('$') != flag.npos)) {
-      throw InputError(where, "", word.text,
-                       "the option name needs " + unresolved_text(word) +
-                           ", which the file does not set");
+      throw InputError(
+          where, "", word.text,
+          "the option name needs " + unresolved_text(word) + ", which the file does not set");
     }
     if (args_.contains(flag)) repeated_.insert(flag);
     current = &(args_[flag] = MegatronArg{flag, {}, word.line});

@@ -23,8 +23,8 @@
 namespace wallsim::models {
 
 struct MegatronArg {
-  std::string flag;                // "--num-layers"
-  std::vector<ShellWord> values;   // none for a switch
+  std::string flag;               // "--num-layers"
+  std::vector<ShellWord> values;  // none for a switch
   int line = 0;
 };
 

@@ -30,8 +30,8 @@ std::optional<std::int64_t> launcher_option(const std::vector<ShellWord>& launch
     for (const std::string& spelling : {"--" + name, "--" + dashed}) {
       if (word == spelling && i + 1 < launcher.size()) value = launcher[i + 1];
       if (word.starts_with(spelling + "=")) {
-        value = ShellWord{word.substr(spelling.size() + 1), launcher[i].unresolved,
-                          launcher[i].line};
+        value =
+            ShellWord{word.substr(spelling.size() + 1), launcher[i].unresolved, launcher[i].line};
       }
     }
     if (!value) continue;

@@ -58,8 +58,8 @@ std::optional<std::vector<int>> layer_pattern(std::string text) {
 // K when the pattern is K dense layers then only MoE layers; N when layer i is MoE iff i % N == 0.
 void express_pattern(const std::vector<int>& pattern, json& moe) {
   const auto first_moe = std::find(pattern.begin(), pattern.end(), 1) - pattern.begin();
-  const bool moe_tail = std::all_of(pattern.begin() + first_moe, pattern.end(),
-                                    [](int v) { return v == 1; });
+  const bool moe_tail =
+      std::all_of(pattern.begin() + first_moe, pattern.end(), [](int v) { return v == 1; });
   if (moe_tail && first_moe < static_cast<long>(pattern.size())) {
     if (first_moe > 0) moe["first_dense_layers"] = first_moe;
     return;
@@ -88,8 +88,9 @@ void read_heads(MegatronArgs& args, bool mla, json& model, std::vector<std::stri
   const auto kv_channels = args.integer("--kv-channels");
   if (kv_channels && !mla) model["head_dim"] = *kv_channels;
   if (kv_channels && mla) {
-    notes.push_back("--kv-channels is not used with --multi-latent-attention (the head dims are "
-                    "--qk-head-dim, --qk-pos-emb-head-dim and --v-head-dim)");
+    notes.push_back(
+        "--kv-channels is not used with --multi-latent-attention (the head dims are "
+        "--qk-head-dim, --qk-pos-emb-head-dim and --v-head-dim)");
   }
 }
 
@@ -133,12 +134,14 @@ void read_router(MegatronArgs& args, json& moe, std::vector<std::string>& notes)
   if (const auto factor = args.number("--moe-expert-capacity-factor", 1e-9, 1e9)) {
     moe["capacity_factor"] = *factor;
     if (!args.enabled("--moe-pad-expert-input-to-capacity")) {
-      notes.push_back("--moe-expert-capacity-factor without --moe-pad-expert-input-to-capacity: "
-                      "wallsim sizes the experts' inputs at full capacity (as with padding)");
+      notes.push_back(
+          "--moe-expert-capacity-factor without --moe-pad-expert-input-to-capacity: "
+          "wallsim sizes the experts' inputs at full capacity (as with padding)");
     }
   } else if (args.enabled("--moe-pad-expert-input-to-capacity")) {
-    notes.push_back("--moe-pad-expert-input-to-capacity has no effect without "
-                    "--moe-expert-capacity-factor (dropless routing)");
+    notes.push_back(
+        "--moe-pad-expert-input-to-capacity has no effect without "
+        "--moe-expert-capacity-factor (dropless routing)");
   }
   if (args.enabled("--moe-router-fusion")) moe["router_fusion"] = true;
   args.enabled("--moe-router-force-load-balancing");  // wallsim's "uniform" routing
@@ -227,8 +230,9 @@ json megatron_model_json(MegatronArgs& args, std::optional<std::int64_t> vocab,
     model["mtp_layers"] = *mtp;
   }
   if (!args.enabled("--disable-bias-linear")) {
-    notes.push_back("linear-layer biases (Megatron's default without --disable-bias-linear) are "
-                    "not counted in parameters, FLOPs or memory");
+    notes.push_back(
+        "linear-layer biases (Megatron's default without --disable-bias-linear) are "
+        "not counted in parameters, FLOPs or memory");
   }
   return model;
 }

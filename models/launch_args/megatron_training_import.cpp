@@ -18,7 +18,8 @@ std::int64_t read_vpp(MegatronArgs& args, std::int64_t layers, std::int64_t pp) 
   const char* kStages = "--num-virtual-stages-per-pipeline-rank";
   const auto per_stage = args.integer(kPerStage);
   const auto stages = args.integer(kStages);
-  if (per_stage && stages) args.fail(kStages, "give it or " + std::string(kPerStage) + ", not both");
+  if (per_stage && stages)
+    args.fail(kStages, "give it or " + std::string(kPerStage) + ", not both");
   if (stages) return *stages;
   if (!per_stage) return 1;
   if (layers % (pp * *per_stage) != 0) {
@@ -121,8 +122,9 @@ std::string read_precision(MegatronArgs& args, std::vector<std::string>& notes) 
   if (args.choice("--fp8-format", {"e4m3", "hybrid"})) return "fp8";
   if (fp16) notes.push_back("--fp16 is simulated as bf16 (same bytes; loss scaling not modelled)");
   if (!bf16 && !fp16) {
-    args.fail("--bf16", "missing: without --bf16, --fp16 or --fp8-format Megatron trains in fp32, "
-                        "which wallsim does not model (bf16 and fp8 only)");
+    args.fail("--bf16",
+              "missing: without --bf16, --fp16 or --fp8-format Megatron trains in fp32, "
+              "which wallsim does not model (bf16 and fp8 only)");
   }
   return "bf16";
 }
@@ -135,8 +137,8 @@ void read_full_recompute(MegatronArgs& args, std::int64_t layers_per_chunk,
     args.fail("--recompute-granularity", "full",
               "needs --recompute-method and --recompute-num-layers (Megatron refuses it without)");
   }
-  const bool every_layer = (*method == "uniform" && *count == 1) ||
-                           (*method == "block" && *count >= layers_per_chunk);
+  const bool every_layer =
+      (*method == "uniform" && *count == 1) || (*method == "block" && *count >= layers_per_chunk);
   if (!every_layer) {
     notes.push_back("--recompute-method " + *method + " --recompute-num-layers " + str(*count) +
                     ": wallsim's full recompute checkpoints every layer on its own (uniform, 1)");
@@ -266,8 +268,7 @@ void read_megatron_layout(MegatronArgs& args, std::int64_t num_gpus, json& confi
                                       parallel["pp"].get<std::int64_t>();
   const std::int64_t dp = std::max<std::int64_t>(1, num_gpus / model_parallel);
   const std::int64_t chunks = parallel["pp"].get<std::int64_t>() * parallel.value("vpp", 1);
-  const std::int64_t layers_per_chunk =
-      (model["layers"].get<std::int64_t>() + chunks - 1) / chunks;
+  const std::int64_t layers_per_chunk = (model["layers"].get<std::int64_t>() + chunks - 1) / chunks;
   config["training"] = read_training(args, dp, layers_per_chunk, parallel, notes);
   config["parallel"] = parallel;
 }

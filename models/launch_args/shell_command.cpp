@@ -134,7 +134,9 @@ class Shell {
   void close_block(int end_line) {
     std::string note = "lines " + std::to_string(block_.line) + "-" + std::to_string(end_line) +
                        " (" + block_.keyword + " … " +
-                       (block_.keyword == "if" ? "fi" : block_.keyword == "case" ? "esac" : "done") +
+                       (block_.keyword == "if"     ? "fi"
+                        : block_.keyword == "case" ? "esac"
+                                                   : "done") +
                        ") are not evaluated";
     if (!block_.assigned.empty()) {
       note += "; the assignments there are ignored:";
@@ -212,9 +214,9 @@ class Shell {
 
   void expand_parameter(const ShellPiece& piece, int line, FieldBuilder& fields) {
     const auto it = variables_.find(piece.name);
-    const bool set = it != variables_.end() && !(piece.fallback && piece.text.find(":-") !=
-                                                                       std::string::npos &&
-                                                 join_value(it->second).empty());
+    const bool set =
+        it != variables_.end() && !(piece.fallback && piece.text.find(":-") != std::string::npos &&
+                                    join_value(it->second).empty());
     if (!set && piece.fallback) {
       for (const ShellWord& word : expand(lex_shell_word(*piece.fallback, source_, line), line)) {
         piece.quoted ? fields.append(word.text) : fields.append_split(word.text);
@@ -232,7 +234,7 @@ class Shell {
     const bool separate = piece.all_elements && !piece.join_elements;
     for (std::size_t i = 0; i < value.elements.size(); ++i) {
       if (!piece.all_elements && i > 0) break;  // $ARRAY is its first element
-      if (i > 0) piece.quoted && separate ? fields.cut() : fields.append(" ");
+      if (i > 0) piece.quoted&& separate ? fields.cut() : fields.append(" ");
       piece.quoted ? fields.append(value.elements[i]) : fields.append_split(value.elements[i]);
       if (!piece.quoted && separate) fields.cut();
     }

@@ -284,7 +284,8 @@ class Lexer {
       while (end < text_.size() && is_name_char(text_[end])) ++end;
       parameter(pieces, std::string(text_.substr(pos_ + 1, end - pos_ - 1)), quoted);
       pos_ = end;
-    } else if (next != '\0' && std::string_view("0123456789@*#?$!-").find(next) != std::string_view::npos) {
+    } else if (next != '\0' &&
+               std::string_view("0123456789@*#?$!-").find(next) != std::string_view::npos) {
       parameter(pieces, std::string(1, next), quoted);
       pos_ += 2;
     } else {
@@ -347,8 +348,7 @@ std::vector<ShellStatement> lex_shell(std::string_view text, const std::string& 
   return Lexer(text, source, 1).statements();
 }
 
-std::vector<ShellPiece> lex_shell_word(std::string_view text, const std::string& source,
-                                       int line) {
+std::vector<ShellPiece> lex_shell_word(std::string_view text, const std::string& source, int line) {
   return Lexer(text, source, line).word_pieces();
 }
 
