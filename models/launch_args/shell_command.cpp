@@ -13,8 +13,7 @@ namespace {
 
 // A variable's value: one element for a scalar, any number for an array.
 struct ShellValue {
-  std::vector<std::string> elements;
-  std::vector<std::string> unresolved;
+  std::vector<ShellWord> elements;  // each with what it could not resolve
 };
 
 using Variables = std::map<std::string, ShellValue, std::less<>>;
@@ -29,7 +28,7 @@ class FieldBuilder {
     open_ = true;
   }
   void mark(const std::string& what) {
-    if (!open_) append("");
+    if (fields_.empty()) append("");
     fields_.back().unresolved.push_back(what);
   }
   void cut() { open_ = false; }
@@ -157,27 +156,25 @@ class Shell {
     if (token.array_assignment) {
       for (const ShellToken& element : token.elements) {
         for (ShellWord& field : expand(element.pieces, line)) {
-          value.elements.push_back(field.text);
-          value.unresolved.insert(value.unresolved.end(), field.unresolved.begin(),
-                                  field.unresolved.end());
+          value.elements.push_back(std::move(field));
         }
       }
     } else {
       std::vector<ShellPiece> rest(token.pieces.begin(), token.pieces.end());
       rest[0].text = head.substr(eq + 1);
       ShellWord joined = join(expand_quoted(rest, line));
-      value.elements.push_back(joined.text);
-      value.unresolved = joined.unresolved;
+      value.elements.push_back(std::move(joined));
     }
     ShellValue& target = variables_[name];
     if (!append) target = ShellValue{};
     if (append && !token.array_assignment && !target.elements.empty()) {
-      target.elements.back() += value.elements.front();
+      target.elements.back().text += value.elements.front().text;
+      for (const auto& what : value.elements.front().unresolved) {
+        target.elements.back().unresolved.push_back(what);
+      }
     } else {
       target.elements.insert(target.elements.end(), value.elements.begin(), value.elements.end());
     }
-    target.unresolved.insert(target.unresolved.end(), value.unresolved.begin(),
-                             value.unresolved.end());
   }
 
   static ShellWord join(const std::vector<ShellWord>& fields) {
@@ -234,16 +231,18 @@ class Shell {
     const bool separate = piece.all_elements && !piece.join_elements;
     for (std::size_t i = 0; i < value.elements.size(); ++i) {
       if (!piece.all_elements && i > 0) break;  // $ARRAY is its first element
-      if (i > 0) piece.quoted&& separate ? fields.cut() : fields.append(" ");
-      piece.quoted ? fields.append(value.elements[i]) : fields.append_split(value.elements[i]);
+      if (i > 0 && (separate || !piece.quoted)) fields.cut();
+      if (i > 0 && !separate && piece.quoted) fields.append(" ");
+      const ShellWord& element = value.elements[i];
+      piece.quoted ? fields.append(element.text) : fields.append_split(element.text);
+      for (const auto& what : element.unresolved) fields.mark(what);
       if (!piece.quoted && separate) fields.cut();
     }
-    for (const auto& what : value.unresolved) fields.mark(what);
   }
 
   static std::string join_value(const ShellValue& value) {
     std::string text;
-    for (const auto& element : value.elements) text += element;
+    for (const auto& element : value.elements) text += element.text;
     return text;
   }
 
