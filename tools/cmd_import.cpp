@@ -27,6 +27,7 @@ int run(const ImportOptions& options) {
   const models::MegatronImport result =
       models::import_megatron_args_file(options.args_file, import_options(options.megatron));
   for (const auto& warning : result.warnings) spdlog::warn("{}", warning);
+  for (const auto& note : result.layout_notes) spdlog::warn("{}", note);
   const std::string text = result.config.dump(2) + "\n";
   if (options.out.empty() || options.out == "-") {
     std::cout << text;

@@ -111,6 +111,8 @@ MegatronImport import_megatron_args(std::string_view text, const std::string& so
   result.warnings = launch.notes;
   const std::int64_t num_gpus = gpu_count(launch, options, source);
   json model = megatron_model_json(args, options.vocab, result.warnings);
+  model["name"] = std::filesystem::path(source).stem().string();
+  model["source"] = "Megatron-LM arguments in " + source;
   json config = {{"description", "Imported from the Megatron-LM arguments in " + source},
                  {"model", model},
                  {"cluster", cluster_reference(options.cluster)},
@@ -119,7 +121,7 @@ MegatronImport import_megatron_args(std::string_view text, const std::string& so
   for (auto& line : args.unread_report()) result.warnings.push_back(std::move(line));
   try {
     const RunConfig loaded = run_config_from_json(config, source);
-    for (const auto& note : loaded.layout.notes) result.warnings.push_back(note);
+    result.layout_notes = loaded.layout.notes;
   } catch (const InputError& e) {
     throw InputError(with_flag_names(e.what()));
   }

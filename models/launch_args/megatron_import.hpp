@@ -32,8 +32,9 @@ struct MegatronImportOptions {
 };
 
 struct MegatronImport {
-  nlohmann::json config;  // a run config: model inline, cluster by name or path
-  std::vector<std::string> warnings;
+  nlohmann::json config;                  // a run config: model inline, cluster by name or path
+  std::vector<std::string> warnings;      // options not applied as given, shell not evaluated
+  std::vector<std::string> layout_notes;  // what the loader adjusted (Layout::notes)
 };
 
 // `text` is the file's content, `source` its name for messages. Throws InputError naming the

@@ -1,11 +1,10 @@
 #include "models/launch_args/shell_command.hpp"
 
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <sstream>
 
 #include "sim/core/input_error.hpp"
 
+using Catch::Matchers::Contains;
 using namespace wallsim;
 using namespace wallsim::models;
 
@@ -17,14 +16,103 @@ std::vector<std::string> texts(const std::vector<ShellWord>& words) {
   return out;
 }
 
+using Words = std::vector<std::string>;
+
 }  // namespace
 
-TEST_CASE("debug mixtral") {
-  (void)texts;
-  std::ifstream in(std::string(WALLSIM_SOURCE_ROOT) + "/tests/data/megatron_args/train_mixtral_8x7b_distributed.sh");
-  std::stringstream s; s << in.rdbuf();
-  auto launch = read_launch_command(s.str(), "x");
-  for (auto& n : launch.notes) WARN(n);
-  WARN(launch.script);
-  for (auto& w : launch.arguments) WARN(w.text);
+TEST_CASE("bare arguments are split as the shell splits them") {
+  const LaunchCommand launch = read_launch_command(
+      "--num-layers 32 --hidden-size=4096 \\\n"
+      "  --moe-layer-freq '([0]*3+[1]*58)' --split \"99,1,0\"  # a comment\n"
+      "--tokenizer-model a\\ b\n",
+      "args.txt");
+  CHECK(launch.script.empty());
+  CHECK(texts(launch.arguments) == Words{"--num-layers", "32", "--hidden-size=4096",
+                                         "--moe-layer-freq", "([0]*3+[1]*58)", "--split", "99,1,0",
+                                         "--tokenizer-model", "a b"});
+  CHECK(launch.arguments[0].line == 1);
+  CHECK(launch.arguments.back().line == 3);
+}
+
+TEST_CASE("the launch line is the last command that runs a python script") {
+  const LaunchCommand launch = read_launch_command(
+      "python tools/preprocess.py --input x\n"
+      "mkdir -p logs\n"
+      "torchrun --nproc_per_node 8 --nnodes=2 pretrain_gpt.py --num-layers 2 2>&1 | tee log\n",
+      "run.sh");
+  CHECK(launch.script == "pretrain_gpt.py");
+  CHECK(texts(launch.launcher) == Words{"torchrun", "--nproc_per_node", "8", "--nnodes=2"});
+  // `2>&1` is a redirection (dropped); `| tee log` is another command.
+  CHECK(texts(launch.arguments) == Words{"--num-layers", "2"});
+}
+
+TEST_CASE("variables, defaults and bash arrays expand with word splitting") {
+  const LaunchCommand launch = read_launch_command(
+      "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
+      "TP=${TP:-2}\n"
+      "NODES=${SLURM_NNODES:-\"1\"}\n"
+      "EMPTY=\n"
+      "MODEL_ARGS=(\n"
+      "    --num-layers 32   # layers\n"
+      "#   --swiglu\n"
+      "    \"--fp8-format hybrid\"\n"
+      ")\n"
+      "MODEL_ARGS+=(--tensor-model-parallel-size $TP)\n"
+      "QUOTED=(\"a b\" c)\n"
+      "torchrun --nnodes $NODES pretrain_gpt.py ${MODEL_ARGS[@]} $EMPTY --x \"${QUOTED[@]}\" "
+      "--y \"${QUOTED[*]}\" --z ${EMPTY:-fallback}\n",
+      "run.sh");
+  // Unquoted ${A[@]} splits each element ("--fp8-format hybrid" becomes two words), as bash
+  // does; quoted "${A[@]}" keeps elements whole; "${A[*]}" joins them with a space; an unquoted
+  // empty expansion is no word at all.
+  CHECK(texts(launch.arguments) == Words{"--num-layers", "32", "--fp8-format", "hybrid",
+                                         "--tensor-model-parallel-size", "2", "--x", "a b", "c",
+                                         "--y", "a b c", "--z", "fallback"});
+  CHECK(texts(launch.launcher) == Words{"torchrun", "--nnodes", "1"});
+  for (const auto& word : launch.arguments) CHECK(word.unresolved.empty());
+}
+
+TEST_CASE("words that need what the file does not set carry the names") {
+  const LaunchCommand launch = read_launch_command(
+      "CHECKPOINT=$1\n"
+      "python pretrain_gpt.py --save $CHECKPOINT --load \"${CKPT_DIR}/x\" --seed $(date +%s) "
+      "--iters $((2*3))\n",
+      "run.sh");
+  REQUIRE(launch.arguments.size() == 8);
+  CHECK(launch.arguments[1].unresolved == Words{"$1"});
+  CHECK(launch.arguments[3].text == "${CKPT_DIR}/x");
+  CHECK(launch.arguments[3].unresolved == Words{"${CKPT_DIR}"});
+  CHECK(launch.arguments[5].unresolved == Words{"$(date +%s)"});
+  CHECK(launch.arguments[7].unresolved == Words{"$((2*3))"});
+  CHECK(launch.arguments[0].unresolved.empty());
+}
+
+TEST_CASE("control flow is skipped with a note naming its lines and assignments") {
+  const LaunchCommand launch = read_launch_command(
+      "ARGS=(--bf16)\n"
+      "if [ -n \"${WANDB_API_KEY}\" ]; then\n"
+      "    ARGS+=(--wandb-project x)\n"
+      "    LAYERS=48\n"
+      "fi\n"
+      "python pretrain_gpt.py ${ARGS[@]} --num-layers $LAYERS\n",
+      "run.sh");
+  REQUIRE(launch.notes.size() == 1);
+  CHECK_THAT(launch.notes[0],
+             Contains("lines 2-5 (if … fi) are not evaluated") && Contains("ARGS LAYERS"));
+  CHECK(texts(launch.arguments) == Words{"--bf16", "--num-layers", "$LAYERS"});
+  CHECK(launch.arguments[2].unresolved == Words{"$LAYERS (set only inside a skipped block)"});
+}
+
+TEST_CASE("a bare list with a statement that is not an option is refused") {
+  CHECK_THROWS_WITH(read_launch_command("--num-layers 2\nmkdir -p x\n", "args.txt"),
+                    Contains("args.txt:2") && Contains("'mkdir' is not an option"));
+}
+
+TEST_CASE("unterminated quotes and arrays are refused with their line") {
+  CHECK_THROWS_WITH(read_launch_command("--a 1\n--b 'x\n", "args.txt"),
+                    Contains("args.txt:2") && Contains("unterminated single quote"));
+  CHECK_THROWS_WITH(read_launch_command("--a \"x\n", "f"), Contains("unterminated double quote"));
+  CHECK_THROWS_WITH(read_launch_command("A=(--x\n--y\n", "f"),
+                    Contains("f:1") && Contains("unterminated array"));
+  CHECK_THROWS_AS(read_launch_command("--a ${X", "f"), InputError);
 }
