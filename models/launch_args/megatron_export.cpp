@@ -214,7 +214,8 @@ void add_training(const RunConfig& c, Options& out, std::vector<std::string>& no
   if (t.grad_reduce_dtype == Dtype::kBf16) out.add("--grad-reduce-in-bf16");
   if (t.overlap.dp_grad_reduce) out.add("--overlap-grad-reduce");
   if (t.overlap.dp_param_gather) out.add("--overlap-param-gather");
-  if (t.overlap.tp_comm) out.add("--tp-comm-overlap");
+  // TP overlap needs sequence parallelism in Megatron; at tp 1 there is no TP traffic to hide.
+  if (t.overlap.tp_comm && c.layout.sequence_parallel) out.add("--tp-comm-overlap");
   if (t.overlap.ep_comm) out.add("--overlap-moe-expert-parallel-comm");
   if (!t.overlap.cp_comm) notes.push_back("training.overlap.cp_comm false has no Megatron option");
   add_kernels(t, out, notes);
