@@ -53,10 +53,15 @@ void read_pipeline(MegatronArgs& args, std::int64_t layers, json& parallel) {
 }
 
 // Megatron spells the all-gather exchange "allgather"; one type for every layer.
-void read_context(MegatronArgs& args, json& parallel) {
+void read_context(MegatronArgs& args, json& parallel, std::vector<std::string>& notes) {
   parallel["cp"] = args.integer("--context-parallel-size").value_or(1);
   const std::vector<std::string> types = args.list("--cp-comm-type");
   const std::vector<std::string> sizes = args.list("--hierarchical-context-parallel-sizes");
+  const bool hierarchical = !types.empty() && types[0] == "a2a+p2p";
+  if (!sizes.empty() && !hierarchical) {
+    notes.push_back("--hierarchical-context-parallel-sizes is ignored without --cp-comm-type "
+                    "a2a+p2p");
+  }
   if (types.empty()) return;
   for (const auto& type : types) {
     if (type != types[0]) {
@@ -72,7 +77,7 @@ void read_context(MegatronArgs& args, json& parallel) {
     args.fail("--cp-comm-type", types[0], "must be one of p2p, allgather, a2a, a2a+p2p");
   }
   parallel["cp_comm_type"] = it->second;
-  if (sizes.empty() || types[0] != "a2a+p2p") return;
+  if (sizes.empty() || !hierarchical) return;
   if (sizes.size() != 2) {
     args.fail("--hierarchical-context-parallel-sizes", "must give two sizes: a2a and p2p");
   }
@@ -104,11 +109,11 @@ void read_experts(MegatronArgs& args, const json& model, json& parallel) {
   parallel["moe_grouped_gemm"] = args.enabled("--moe-grouped-gemm");
 }
 
-json read_parallel(MegatronArgs& args, const json& model) {
+json read_parallel(MegatronArgs& args, const json& model, std::vector<std::string>& notes) {
   json parallel;
   parallel["tp"] = args.integer("--tensor-model-parallel-size").value_or(1);
   parallel["sequence_parallel"] = args.enabled("--sequence-parallel");
-  read_context(args, parallel);
+  read_context(args, parallel, notes);
   read_pipeline(args, model["layers"].get<std::int64_t>(), parallel);
   read_experts(args, model, parallel);
   if (args.enabled("--use-tp-pp-dp-mapping")) parallel["order"] = "tp-cp-ep-pp-dp";
@@ -262,7 +267,7 @@ json read_training(MegatronArgs& args, std::int64_t dp, std::int64_t layers_per_
 void read_megatron_layout(MegatronArgs& args, std::int64_t num_gpus, json& config,
                           std::vector<std::string>& notes) {
   const json& model = config["model"];
-  json parallel = read_parallel(args, model);
+  json parallel = read_parallel(args, model, notes);
   const std::int64_t model_parallel = parallel["tp"].get<std::int64_t>() *
                                       parallel["cp"].get<std::int64_t>() *
                                       parallel["pp"].get<std::int64_t>();

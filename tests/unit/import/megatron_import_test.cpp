@@ -230,6 +230,8 @@ TEST_CASE("every option not applied is named in a warning by kind") {
   CHECK(warned(imported, "--cross-entropy-fusion-impl is ignored"));
   CHECK(warned(imported, "--recompute-modules is ignored without selective recompute"));
   CHECK(warned(imported, "linear-layer biases"));
+  CHECK(warned(import_text(kSmall + "--hierarchical-context-parallel-sizes 2 2"),
+               "--hierarchical-context-parallel-sizes is ignored without --cp-comm-type a2a+p2p"));
   const MegatronImport fp16 = import_text(
       "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --vocab-size 1000 "
       "--seq-length 128 --micro-batch-size 2 --fp16 --disable-bias-linear --moe-router-topk 2");
