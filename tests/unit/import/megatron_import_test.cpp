@@ -121,6 +121,29 @@ TEST_CASE("Megatron-LM's Llama 3 8B FP8 launch line imports to Llama 3 8B plus t
   CHECK(imported.layout_notes.size() == 1);  // --sequence-parallel at tp 1 is switched off
 }
 
+TEST_CASE("Megatron-LM's GPT-3 175B script imports to the shipped GPT-3 175B") {
+  MegatronImportOptions options;
+  options.num_gpus = 1024;
+  options.vocab = 50257;  // GPT-2 BPE (the script names --vocab-file and --merge-file)
+  const MegatronImport imported = import_megatron_args_file(
+      source_path("tests/data/megatron_args/train_gpt3_175b_distributed.sh"), options);
+  const RunConfig config = load(imported);
+  // 50257 padded to a multiple of 128·tp = 1024 is 51200, the vocabulary the shipped model
+  // states (Korthikanti et al. Table 3); GeLU, LayerNorm, tied embeddings and dropout 0.1 are
+  // Megatron's defaults, which the script does not change.
+  const ModelSpec gpt3 = shipped_model("gpt3-175b");
+  CHECK(total_parameters(config.model, 8) == total_parameters(gpt3, 8));
+  CHECK(iteration_flops(config.model, config.training, 8, 1024).model_per_iteration ==
+        iteration_flops(gpt3, config.training, 8, 1024).model_per_iteration);
+  CHECK(config.model.hidden_dropout == gpt3.hidden_dropout);
+  CHECK(config.layout.sizes.pp == 16);
+  CHECK(config.layout.num_microbatches == 1536 / 8);  // dp = 1024 / (8 · 16) = 8
+  CHECK_FALSE(config.training.attention_backend);     // --attention-backend auto
+  CHECK(warned(imported, "--fp16 is simulated as bf16"));
+  CHECK(warned(imported, "--rampup-batch-size"));
+  CHECK(warned(imported, "--vocab-file $3"));
+}
+
 TEST_CASE("DeepSeek-V3's shape, MLA, MTP and layer pattern import to the shipped model") {
   // The arguments of configs/models/deepseek-v3.json, with a pipeline layout of 8 stages:
   // 4 + 6·8 + 9 = 61 decoder layers, the MTP layer and the loss on the last.
