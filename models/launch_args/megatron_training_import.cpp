@@ -59,8 +59,9 @@ void read_context(MegatronArgs& args, json& parallel, std::vector<std::string>& 
   const std::vector<std::string> sizes = args.list("--hierarchical-context-parallel-sizes");
   const bool hierarchical = !types.empty() && types[0] == "a2a+p2p";
   if (!sizes.empty() && !hierarchical) {
-    notes.push_back("--hierarchical-context-parallel-sizes is ignored without --cp-comm-type "
-                    "a2a+p2p");
+    notes.push_back(
+        "--hierarchical-context-parallel-sizes is ignored without --cp-comm-type "
+        "a2a+p2p");
   }
   if (types.empty()) return;
   for (const auto& type : types) {

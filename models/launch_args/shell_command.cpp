@@ -6,6 +6,8 @@
 #include <set>
 
 #include "models/launch_args/shell_lexer.hpp"
+#include "models/launch_args/shell_script.hpp"
+#include "models/launch_args/shell_test.hpp"
 #include "sim/core/input_error.hpp"
 
 namespace wallsim::models {
@@ -62,19 +64,16 @@ class Shell {
  public:
   explicit Shell(std::string source) : source_(std::move(source)) {}
 
-  LaunchCommand run(const std::vector<ShellStatement>& statements) {
-    for (const ShellStatement& statement : statements) execute(statement);
+  LaunchCommand run(const std::vector<ShellNode>& nodes) {
+    run_nodes(nodes);
     return launch();
   }
 
  private:
-  // The first word as plain text, if it is one unquoted literal.
   static std::optional<std::string> plain(const ShellToken& token) {
-    if (token.pieces.size() != 1 || token.pieces[0].kind != ShellPiece::Kind::kLiteral ||
-        token.pieces[0].quoted) {
-      return std::nullopt;
-    }
-    return token.pieces[0].text;
+    const std::string word = plain_word(token);
+    if (word.empty()) return std::nullopt;
+    return word;
   }
 
   static std::optional<std::string> assignment_name(const ShellToken& token) {
@@ -93,18 +92,143 @@ class Shell {
     return name;
   }
 
+  void run_nodes(const std::vector<ShellNode>& nodes) {
+    for (const ShellNode& node : nodes) {
+      if (node.kind == ShellNode::Kind::kSimple) {
+        run_list(node.statement, node.statement.line, node.statement.line);
+      } else if (node.kind == ShellNode::Kind::kIf) {
+        run_if(node);
+      } else {
+        skip(node.all, node.first_line, node.last_line,
+             "(" + node.keyword + " … " + closer(node.keyword) + ") are not evaluated");
+      }
+    }
+  }
+
+  static std::string closer(const std::string& keyword) {
+    return keyword == "if" ? "fi" : keyword == "case" ? "esac" : "done";
+  }
+
+  // The first branch whose condition holds runs; a condition that cannot be evaluated skips the
+  // whole block with a note.
+  void run_if(const ShellNode& node) {
+    for (const ShellNode::Branch& branch : node.branches) {
+      std::optional<bool> holds = true;
+      std::string why;
+      if (!branch.condition.tokens.empty()) holds = status(branch.condition, why);
+      if (!holds) {
+        return skip(node.all, node.first_line, node.last_line,
+                    "(if … fi) are not evaluated: the condition at line " +
+                        std::to_string(branch.condition.line) + " " + why);
+      }
+      if (*holds) return run_nodes(branch.body);
+    }
+  }
+
+  void skip(const std::vector<ShellStatement>& statements, int first, int last,
+            const std::string& what) {
+    std::set<std::string> assigned;
+    for (const ShellStatement& statement : statements) {
+      for (const ShellToken& token : statement.tokens) {
+        if (auto name = assignment_name(token)) assigned.insert(*name);
+      }
+    }
+    std::string note = first == last
+                           ? "line " + std::to_string(first)
+                           : "lines " + std::to_string(first) + "-" + std::to_string(last);
+    note += " " + what;
+    if (!assigned.empty()) {
+      note += "; the assignments there are ignored:";
+      for (const auto& name : assigned) {
+        note += " " + name;
+        skipped_.insert(name);
+      }
+    }
+    notes_.push_back(note);
+  }
+
+  // An and-or list: each part runs when && follows success or || follows failure. A part whose
+  // status cannot be known stops the list with a note.
+  void run_list(const ShellStatement& statement, int first, int last) {
+    std::string why;
+    if (!status(statement, why)) {
+      skip({statement}, first, last, "is evaluated only up to a condition: it " + why);
+    }
+  }
+
+  std::optional<bool> status(const ShellStatement& statement, std::string& why) {
+    std::optional<bool> ok = true;
+    std::string op;
+    std::size_t i = 0;
+    while (i < statement.tokens.size()) {
+      const std::size_t end = part_end(statement.tokens, i);
+      const bool runs = op.empty() || (op == "&&") == *ok;
+      if (runs) {
+        ok = run_part(statement, i, end, why);
+        if (!ok) return std::nullopt;
+      }
+      op = end < statement.tokens.size() ? statement.tokens[end].op : "";
+      i = end + 1;
+    }
+    return ok;
+  }
+
+  // One command of an and-or list ends at the next && or || outside [[ … ]].
+  static std::size_t part_end(const std::vector<ShellToken>& tokens, std::size_t begin) {
+    bool in_double_bracket = false;
+    for (std::size_t i = begin; i < tokens.size(); ++i) {
+      const std::string word = plain_word(tokens[i]);
+      if (word == "[[") in_double_bracket = true;
+      if (word == "]]") in_double_bracket = false;
+      if (!tokens[i].op.empty() && !in_double_bracket) return i;
+    }
+    return tokens.size();
+  }
+
+  std::optional<bool> run_part(const ShellStatement& statement, std::size_t begin, std::size_t end,
+                               std::string& why) {
+    const std::vector<ShellToken> tokens(statement.tokens.begin() + static_cast<long>(begin),
+                                         statement.tokens.begin() + static_cast<long>(end));
+    if (tokens.empty()) return true;
+    const std::string word = plain_word(tokens[0]);
+    if (word == "true" || word == ":") return true;
+    if (word == "false") return false;
+    if (word == "!") {
+      auto value = run_part(statement, begin + 1, end, why);
+      return value ? std::optional<bool>(!*value) : std::nullopt;
+    }
+    if (word == "[" || word == "[[" || word == "test") return test(tokens, statement.line, why);
+    execute(ShellStatement{statement.line, tokens});
+    return true;  // assignments and other commands succeed
+  }
+
+  std::optional<bool> test(const std::vector<ShellToken>& tokens, int line, std::string& why) {
+    const std::string open = plain_word(tokens[0]);
+    const std::string close = open == "[[" ? "]]" : open == "[" ? "]" : "";
+    std::size_t stop = tokens.size();
+    if (!close.empty()) {
+      if (plain_word(tokens.back()) != close) {
+        why = "has no closing " + close;
+        return std::nullopt;
+      }
+      --stop;
+    }
+    std::vector<TestWord> words;
+    for (std::size_t i = 1; i < stop; ++i) {
+      if (!tokens[i].op.empty()) {
+        words.push_back({tokens[i].op, "", true});
+        continue;
+      }
+      const ShellWord value = join(expand(tokens[i].pieces, line));
+      words.push_back(
+          {value.text, value.unresolved.empty() ? "" : value.unresolved.front(), false});
+    }
+    return evaluate_test(words, open == "[[", why);
+  }
+
   void execute(const ShellStatement& statement) {
     std::size_t first = 0;
     const auto word = plain(statement.tokens[0]).value_or("");
-    if (is_keyword(word, {"if", "for", "while", "until", "case", "select"})) {
-      if (depth_++ == 0) block_ = {statement.line, word, {}};
-      return;
-    }
-    if (is_keyword(word, {"fi", "done", "esac"}) && depth_ > 0) {
-      if (--depth_ == 0) close_block(statement.line);
-      return;
-    }
-    if (depth_ > 0) return record_skipped(statement);
     if (is_keyword(word, {"export", "local", "declare", "readonly", "typeset"})) first = 1;
     if (word == "unset") {
       for (std::size_t i = 1; i < statement.tokens.size(); ++i) {
@@ -122,29 +246,6 @@ class Shell {
       ++i;
     }
     if (i < statement.tokens.size() && first == 0) command(statement, i);
-  }
-
-  void record_skipped(const ShellStatement& statement) {
-    for (const ShellToken& token : statement.tokens) {
-      if (auto name = assignment_name(token)) block_.assigned.insert(*name);
-    }
-  }
-
-  void close_block(int end_line) {
-    std::string note = "lines " + std::to_string(block_.line) + "-" + std::to_string(end_line) +
-                       " (" + block_.keyword + " … " +
-                       (block_.keyword == "if"     ? "fi"
-                        : block_.keyword == "case" ? "esac"
-                                                   : "done") +
-                       ") are not evaluated";
-    if (!block_.assigned.empty()) {
-      note += "; the assignments there are ignored:";
-      for (const auto& name : block_.assigned) {
-        note += " " + name;
-        skipped_.insert(name);
-      }
-    }
-    notes_.push_back(note);
   }
 
   void assign(const ShellToken& token, int line) {
@@ -288,25 +389,17 @@ class Shell {
     return out;
   }
 
-  struct Block {
-    int line = 0;
-    std::string keyword;
-    std::set<std::string> assigned;
-  };
-
   std::string source_;
   Variables variables_;
   std::vector<std::vector<ShellWord>> commands_;
   std::vector<std::string> notes_;
   std::set<std::string> skipped_;
-  int depth_ = 0;
-  Block block_;
 };
 
 }  // namespace
 
 LaunchCommand read_launch_command(std::string_view text, const std::string& source) {
-  return Shell(source).run(lex_shell(text, source));
+  return Shell(source).run(parse_shell_script(lex_shell(text, source), source));
 }
 
 }  // namespace wallsim::models

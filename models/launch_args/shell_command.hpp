@@ -1,14 +1,17 @@
 // The launch line of a training job, read out of a shell script or a bare argument list.
 //
-// The script is lexed (shell_lexer.hpp) and run in a small model of the shell: scalar and array
-// assignments (NAME=…, export NAME=…, NAME=(…), NAME+=(…), unset NAME) are recorded in order, and
-// each command's words are expanded with word splitting of unquoted expansions. Control flow
-// (if, for, while, until, case, select) is not evaluated: the statements inside are skipped and
-// a note names their lines and the variables they assign. The launch line is the last command
-// with a word ending in ".py" (torchrun … pretrain_gpt.py …, python pretrain_gpt.py …); the words
-// before that word are the launcher's, the words after it the training arguments. Without such
-// a command, the text is a bare argument list: every statement's words, each statement starting
-// with an option.
+// The script is lexed (shell_lexer.hpp), parsed into simple statements, if-blocks and loops
+// (shell_script.hpp) and run in a small model of the shell: scalar and array assignments
+// (NAME=…, export NAME=…, NAME=(…), NAME+=(…), unset NAME) are recorded in order, each command's
+// words are expanded with word splitting of unquoted expansions, and-or lists (&&, ||) and
+// if/elif/else run the branch their condition selects ([ … ], [[ … ]], test, true, false, !;
+// shell_test.hpp). A condition that cannot be evaluated (it needs a variable the script does not
+// set, or asks about files) skips its whole block, and loops (for, while, until, select, case)
+// are not run: a note names the lines and the variables assigned there. The launch line is the
+// last command with a word ending in ".py" (torchrun … pretrain_gpt.py …, python
+// pretrain_gpt.py …); the words before that word are the launcher's, the words after it the
+// training arguments. Without such a command, the text is a bare argument list: every
+// statement's words, each statement starting with an option.
 //
 // A word that needs a variable the script never sets (a positional parameter, an environment
 // variable without a default, one assigned only inside a skipped block) or a construct that is

@@ -53,6 +53,14 @@ class Lexer {
         ++line_;
       } else if (c == '#') {
         skip_comment();
+      } else if ((c == '&' || c == '|') && peek(1) == c) {
+        pos_ += 2;  // && and || join the commands of one and-or list
+        ShellToken op;
+        op.op = std::string(2, c);
+        current.tokens.push_back(std::move(op));
+      } else if (c == '\n' && !current.tokens.empty() && !current.tokens.back().op.empty()) {
+        ++pos_;  // a list continues on the next line after && or ||
+        ++line_;
       } else if (ends_statement(c)) {
         if (c == '\n') ++line_;
         ++pos_;

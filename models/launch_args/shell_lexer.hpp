@@ -1,7 +1,8 @@
 // The words of a shell script, before expansion (the first half of shell_command.hpp).
 //
 // A deliberate subset of POSIX sh / bash lexing: quoting ('…', "…", backslash), backslash-newline
-// continuations, comments, statements ended by a newline, ';', '&&', '||', '|' or '&',
+// continuations, comments, statements ended by a newline, ';', '|' or '&' (an and-or list's
+// '&&' and '||' stay inside the statement as operator tokens),
 // redirections (dropped with their target), bash array assignments NAME=(…) and NAME+=(…), and
 // the expansions $NAME, ${NAME}, ${NAME:-word}, ${NAME-word}, ${NAME[@]}, ${NAME[*]}, $1….
 // Command substitution ($(…), `…`), arithmetic ($((…))) and every other ${…} form are kept as
@@ -29,6 +30,7 @@ struct ShellPiece {
 
 struct ShellToken {
   std::vector<ShellPiece> pieces;
+  std::string op;  // "&&" or "||" between the commands of an and-or list; "" for a word
   // NAME=(…) / NAME+=(…): the pieces hold "NAME=" / "NAME+=", the elements the array's words.
   bool array_assignment = false;
   std::vector<ShellToken> elements;

@@ -121,6 +121,25 @@ TEST_CASE("Megatron-LM's Llama 3 8B FP8 launch line imports to Llama 3 8B plus t
   CHECK(imported.layout_notes.size() == 1);  // --sequence-parallel at tp 1 is switched off
 }
 
+TEST_CASE("the Llama 3 8B FP8 script and its expanded launch line import to the same config") {
+  // The script's if-blocks pick the FP8 options (DTYPE="fp8") and the mock-data options
+  // (TOKENIZER_ARG defaults to "MOCK"); the check for pretrain_gpt.py on disk is skipped.
+  const MegatronImport script = import_megatron_args_file(
+      source_path("tests/data/megatron_args/train_llama3_8b_h100_fp8.sh"), {});
+  const MegatronImport expanded = import_megatron_args_file(
+      source_path("tests/data/megatron_args/train_llama3_8b_h100_fp8.args"), {});
+  json a = script.config;
+  json b = expanded.config;
+  for (json* config : {&a, &b}) {
+    config->erase("description");
+    (*config)["model"].erase("name");
+    (*config)["model"].erase("source");
+  }
+  CHECK(a == b);
+  CHECK(warned(script, "lines 182-186 (if … fi) are not evaluated"));
+  CHECK(warned(script, "--data-cache-path ${PWD}/benchmark_cache_llama3_8b_fp8"));
+}
+
 TEST_CASE("Megatron-LM's GPT-3 175B script imports to the shipped GPT-3 175B") {
   MegatronImportOptions options;
   options.num_gpus = 1024;

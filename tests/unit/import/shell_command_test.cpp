@@ -116,3 +116,57 @@ TEST_CASE("unterminated quotes and arrays are refused with their line") {
                     Contains("f:1") && Contains("unterminated array"));
   CHECK_THROWS_AS(read_launch_command("--a ${X", "f"), InputError);
 }
+
+TEST_CASE("if, elif and else run the branch their condition selects") {
+  const LaunchCommand launch = read_launch_command(
+      "DTYPE=\"fp8\"\n"
+      "MODE=${MODE:-mock}\n"
+      "N=4\n"
+      "if [[ \"$DTYPE\" == \"bf16\" ]]; then\n"
+      "  ARGS=(--bf16)\n"
+      "elif [ \"$DTYPE\" = fp8 ] && [ $N -ge 2 ]; then\n"
+      "  ARGS=(--fp8-format hybrid)\n"
+      "  if [[ -n \"$MODE\" && $MODE != real ]]; then ARGS+=(--mock-data); fi\n"
+      "else\n"
+      "  ARGS=(--fp16)\n"
+      "fi\n"
+      "[ -z \"$N\" ] || LAYERS=0\n"
+      "[[ $N -lt 8 ]] && LAYERS=2 || LAYERS=3\n"
+      "python pretrain_gpt.py ${ARGS[@]} --num-layers $LAYERS\n",
+      "run.sh");
+  CHECK(launch.notes.empty());
+  CHECK(texts(launch.arguments) ==
+        Words{"--fp8-format", "hybrid", "--mock-data", "--num-layers", "2"});
+}
+
+TEST_CASE("a condition that needs the environment or the file system skips its block") {
+  const LaunchCommand launch = read_launch_command(
+      "if [ ! -f pretrain_gpt.py ]; then\n"
+      "  exit 1\n"
+      "fi\n"
+      "for i in 1 2; do\n"
+      "  X=$i\n"
+      "done\n"
+      "[ -n \"$SLURM_JOB_ID\" ] && NODES=$SLURM_NNODES\n"
+      "python pretrain_gpt.py --x 1\n",
+      "run.sh");
+  REQUIRE(launch.notes.size() == 3);
+  CHECK_THAT(launch.notes[0], Contains("lines 1-3 (if … fi) are not evaluated: the condition at "
+                                       "line 1 tests pretrain_gpt.py with -f"));
+  CHECK_THAT(launch.notes[1],
+             Contains("lines 4-6 (for … done) are not evaluated") && Contains("ignored: X"));
+  CHECK_THAT(launch.notes[2], Contains("line 7 is evaluated only up to a condition: it needs "
+                                       "$SLURM_JOB_ID") &&
+                                  Contains("ignored: NODES"));
+}
+
+TEST_CASE("an unclosed block or a missing then is refused with its line") {
+  CHECK_THROWS_WITH(read_launch_command("if [ a = a ]; then\nX=1\n", "run.sh"),
+                    Contains("'if' at line 1 has no 'fi'"));
+  CHECK_THROWS_WITH(read_launch_command("if [ a = a ]\nX=1\nfi\n", "run.sh"),
+                    Contains("run.sh:2") && Contains("'then' expected"));
+  CHECK_THROWS_WITH(read_launch_command("while true; do\nX=1\n", "run.sh"),
+                    Contains("'while' at line 1 is not closed"));
+  CHECK_THROWS_WITH(read_launch_command("X=1\nfi\n", "run.sh"),
+                    Contains("'fi' without its opening keyword"));
+}
