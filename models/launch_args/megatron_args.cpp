@@ -99,14 +99,16 @@ bool MegatronArgs::enabled(std::string_view flag) {
   return true;
 }
 
-std::optional<std::int64_t> MegatronArgs::integer(std::string_view flag, std::int64_t min) {
+std::optional<std::int64_t> MegatronArgs::integer(std::string_view flag, std::int64_t min,
+                                                  std::int64_t max) {
   read_.insert(std::string(flag));
   if (!has(flag)) return std::nullopt;
   const std::string value = single(flag);
   std::int64_t parsed = 0;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-  if (error != std::errc() || end != value.data() + value.size() || parsed < min) {
-    fail(flag, value, "must be an integer >= " + std::to_string(min));
+  if (error != std::errc() || end != value.data() + value.size() || parsed < min || parsed > max) {
+    fail(flag, value,
+         "must be an integer from " + std::to_string(min) + " to " + std::to_string(max));
   }
   return parsed;
 }

@@ -40,7 +40,12 @@ class MegatronArgs {
   // Getters mark the option read; each throws InputError naming the option, its value and
   // what is allowed. A value that needs an unresolved shell variable is an error here.
   bool enabled(std::string_view flag);  // a store_true switch: present, without a value
-  std::optional<std::int64_t> integer(std::string_view flag, std::int64_t min = 1);
+  // Integers are bounded so that products of a few of them (tp·cp·pp, micro-batch · dp) stay
+  // far from overflow: 2^24 by default, 2^20 for parallel sizes (kMaxParallel).
+  static constexpr std::int64_t kMaxInteger = std::int64_t{1} << 24;
+  static constexpr std::int64_t kMaxParallel = std::int64_t{1} << 20;
+  std::optional<std::int64_t> integer(std::string_view flag, std::int64_t min = 1,
+                                      std::int64_t max = kMaxInteger);
   std::optional<double> number(std::string_view flag, double min, double max);
   std::optional<std::string> text(std::string_view flag);
   std::optional<std::string> choice(std::string_view flag,

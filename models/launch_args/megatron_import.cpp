@@ -44,19 +44,27 @@ std::optional<std::int64_t> launcher_option(const std::vector<ShellWord>& launch
     try {
       std::size_t used = 0;
       const std::int64_t count = std::stoll(value->text, &used);
-      if (used == value->text.size() && count >= 1) return count;
+      if (used == value->text.size() && count >= 1 && count <= MegatronArgs::kMaxParallel) {
+        return count;
+      }
     } catch (const std::exception&) {
     }
     throw InputError(where, "--" + name, value->text,
-                     "must be a positive integer (elastic ranges are not read); give wallsim "
-                     "import --num-gpus N");
+                     "must be an integer from 1 to " + std::to_string(MegatronArgs::kMaxParallel) +
+                         " (elastic ranges are not read); give wallsim import --num-gpus N");
   }
   return std::nullopt;
 }
 
 std::int64_t gpu_count(const LaunchCommand& launch, const MegatronImportOptions& options,
                        const std::string& source) {
-  if (options.num_gpus) return *options.num_gpus;
+  if (options.num_gpus) {
+    if (*options.num_gpus < 1 || *options.num_gpus > MegatronArgs::kMaxParallel) {
+      throw InputError("command line", "--num-gpus", std::to_string(*options.num_gpus),
+                       "must be from 1 to " + std::to_string(MegatronArgs::kMaxParallel));
+    }
+    return *options.num_gpus;
+  }
   const auto per_node = launcher_option(launch.launcher, "nproc_per_node", source);
   const auto nodes = launcher_option(launch.launcher, "nnodes", source);
   if (per_node) return *per_node * nodes.value_or(1);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 namespace wallsim::models {
 namespace {
@@ -9,7 +10,7 @@ namespace {
 using nlohmann::json;
 
 // "[0,1]*3" or "[1]": one term of a --moe-layer-freq list expression; nullopt if malformed.
-std::optional<std::vector<int>> list_term(const std::string& term) {
+std::optional<std::vector<int>> list_term(const std::string& term, std::size_t max_size) {
   const std::size_t close = term.find(']');
   if (term.empty() || term[0] != '[' || close == std::string::npos) return std::nullopt;
   std::vector<int> items;
@@ -23,21 +24,21 @@ std::optional<std::vector<int>> list_term(const std::string& term) {
     items.push_back(item == "1" ? 1 : 0);
     item.clear();
   }
-  std::int64_t repeat = 1;
+  std::size_t repeat = 1;
   const std::string rest = term.substr(close + 1);
   if (!rest.empty()) {
-    if (rest.size() < 2 || rest[0] != '*' ||
-        !std::all_of(rest.begin() + 1, rest.end(), [](char c) { return std::isdigit(c) != 0; })) {
-      return std::nullopt;
-    }
-    repeat = std::stoll(rest.substr(1));
+    if (rest.size() < 2 || rest[0] != '*') return std::nullopt;
+    const auto [end, error] = std::from_chars(rest.data() + 1, rest.data() + rest.size(), repeat);
+    if (error != std::errc() || end != rest.data() + rest.size()) return std::nullopt;
   }
+  // Longer than the model: the caller reports the length, so the list is not built.
+  if (!items.empty() && repeat > max_size / items.size() + 1) repeat = max_size / items.size() + 1;
   std::vector<int> out;
-  for (std::int64_t r = 0; r < repeat; ++r) out.insert(out.end(), items.begin(), items.end());
+  for (std::size_t r = 0; r < repeat; ++r) out.insert(out.end(), items.begin(), items.end());
   return out;
 }
 
-std::optional<std::vector<int>> layer_pattern(std::string text) {
+std::optional<std::vector<int>> layer_pattern(std::string text, std::size_t max_size) {
   text.erase(std::remove_if(text.begin(), text.end(), [](char c) { return std::isspace(c); }),
              text.end());
   if (text.size() > 2 && text.front() == '(' && text.back() == ')') {
@@ -47,9 +48,10 @@ std::optional<std::vector<int>> layer_pattern(std::string text) {
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t plus = std::min(text.find('+', start), text.size());
-    auto term = list_term(text.substr(start, plus - start));
+    auto term = list_term(text.substr(start, plus - start), max_size);
     if (!term) return std::nullopt;
     pattern.insert(pattern.end(), term->begin(), term->end());
+    if (pattern.size() > max_size) return pattern;  // too long: reported by the caller
     start = plus + 1;
   }
   return pattern;
@@ -200,15 +202,17 @@ void read_moe_layer_freq(MegatronArgs& args, std::int64_t layers, json& moe) {
     if (*freq > 1) moe["layer_freq"] = *freq;
     return;
   }
-  const auto pattern = layer_pattern(*text);
+  const auto pattern = layer_pattern(*text, static_cast<std::size_t>(layers));
   if (!pattern) {
     args.fail("--moe-layer-freq", *text,
               "must be an integer or a list expression of 0s and 1s such as ([0]*3+[1]*58)");
   }
   if (static_cast<std::int64_t>(pattern->size()) != layers) {
     args.fail("--moe-layer-freq", *text,
-              "lists " + std::to_string(pattern->size()) + " layers, but --num-layers is " +
-                  std::to_string(layers));
+              (static_cast<std::int64_t>(pattern->size()) > layers
+                   ? "lists more"
+                   : "lists " + std::to_string(pattern->size())) +
+                  " layers, but --num-layers is " + std::to_string(layers));
   }
   express_pattern(*pattern, moe);
   if (moe.contains("layer_freq") && moe["layer_freq"].is_null()) {

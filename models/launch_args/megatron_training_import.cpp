@@ -16,8 +16,8 @@ std::string str(std::int64_t value) {
 std::int64_t read_vpp(MegatronArgs& args, std::int64_t layers, std::int64_t pp) {
   const char* kPerStage = "--num-layers-per-virtual-pipeline-stage";
   const char* kStages = "--num-virtual-stages-per-pipeline-rank";
-  const auto per_stage = args.integer(kPerStage);
-  const auto stages = args.integer(kStages);
+  const auto per_stage = args.integer(kPerStage, 1, MegatronArgs::kMaxParallel);
+  const auto stages = args.integer(kStages, 1, MegatronArgs::kMaxParallel);
   if (per_stage && stages)
     args.fail(kStages, "give it or " + std::string(kPerStage) + ", not both");
   if (stages) return *stages;
@@ -31,7 +31,8 @@ std::int64_t read_vpp(MegatronArgs& args, std::int64_t layers, std::int64_t pp) 
 }
 
 void read_pipeline(MegatronArgs& args, std::int64_t layers, json& parallel) {
-  const std::int64_t pp = args.integer("--pipeline-model-parallel-size").value_or(1);
+  const std::int64_t pp =
+      args.integer("--pipeline-model-parallel-size", 1, MegatronArgs::kMaxParallel).value_or(1);
   const std::int64_t vpp = read_vpp(args, layers, pp);
   const auto layout = args.text("--pipeline-model-parallel-layout");
   const auto first = args.integer("--decoder-first-pipeline-num-layers", 0);
@@ -54,7 +55,8 @@ void read_pipeline(MegatronArgs& args, std::int64_t layers, json& parallel) {
 
 // Megatron spells the all-gather exchange "allgather"; one type for every layer.
 void read_context(MegatronArgs& args, json& parallel, std::vector<std::string>& notes) {
-  parallel["cp"] = args.integer("--context-parallel-size").value_or(1);
+  parallel["cp"] =
+      args.integer("--context-parallel-size", 1, MegatronArgs::kMaxParallel).value_or(1);
   const std::vector<std::string> types = args.list("--cp-comm-type");
   const std::vector<std::string> sizes = args.list("--hierarchical-context-parallel-sizes");
   const bool hierarchical = !types.empty() && types[0] == "a2a+p2p";
@@ -91,8 +93,9 @@ void read_context(MegatronArgs& args, json& parallel, std::vector<std::string>& 
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != text.size() || value < 1) {
-      args.fail("--hierarchical-context-parallel-sizes", text, "must be integers >= 1");
+    if (used != text.size() || value < 1 || value > MegatronArgs::kMaxParallel) {
+      args.fail("--hierarchical-context-parallel-sizes", text,
+                "must be integers from 1 to " + std::to_string(MegatronArgs::kMaxParallel));
     }
     pair.push_back(value);
   }
@@ -102,8 +105,10 @@ void read_context(MegatronArgs& args, json& parallel, std::vector<std::string>& 
 void read_experts(MegatronArgs& args, const json& model, json& parallel) {
   if (!model.contains("moe")) return;
   const std::int64_t tp = parallel["tp"].get<std::int64_t>();
-  parallel["ep"] = args.integer("--expert-model-parallel-size").value_or(1);
-  parallel["etp"] = args.integer("--expert-tensor-parallel-size").value_or(tp);  // Megatron: = tp
+  parallel["ep"] =
+      args.integer("--expert-model-parallel-size", 1, MegatronArgs::kMaxParallel).value_or(1);
+  parallel["etp"] = args.integer("--expert-tensor-parallel-size", 1, MegatronArgs::kMaxParallel)
+                        .value_or(tp);  // Megatron: = tp
   parallel["moe_dispatcher"] =
       args.choice("--moe-token-dispatcher-type", {"allgather", "alltoall", "flex"})
           .value_or("allgather");
@@ -112,7 +117,8 @@ void read_experts(MegatronArgs& args, const json& model, json& parallel) {
 
 json read_parallel(MegatronArgs& args, const json& model, std::vector<std::string>& notes) {
   json parallel;
-  parallel["tp"] = args.integer("--tensor-model-parallel-size").value_or(1);
+  parallel["tp"] =
+      args.integer("--tensor-model-parallel-size", 1, MegatronArgs::kMaxParallel).value_or(1);
   parallel["sequence_parallel"] = args.enabled("--sequence-parallel");
   read_context(args, parallel, notes);
   read_pipeline(args, model["layers"].get<std::int64_t>(), parallel);

@@ -321,7 +321,11 @@ TEST_CASE("missing and malformed values are errors naming the option and what is
                                 "--seq-length 8 --micro-batch-size 1 --vocab-size 10"),
                     Contains("Megatron trains in fp32"));
   CHECK_THROWS_WITH(import_text(kSmall + "--num-layers abc"),
-                    Contains("--num-layers = abc: must be an integer >= 1"));
+                    Contains("--num-layers = abc: must be an integer from 1 to 16777216"));
+  CHECK_THROWS_WITH(import_text(kSmall + "--tensor-model-parallel-size 2000000"),
+                    Contains("must be an integer from 1 to 1048576"));
+  CHECK_THROWS_WITH(import_text(kSmall + "--num-experts 4 --moe-layer-freq [1]*99999999999"),
+                    Contains("lists more layers, but --num-layers is 4"));
   CHECK_THROWS_WITH(import_text(kSmall + "--swiglu yes"),
                     Contains("--swiglu = yes: is a switch and takes no value"));
   CHECK_THROWS_WITH(import_text(kSmall + "--normalization Foo"),
