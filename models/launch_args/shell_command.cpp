@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "models/launch_args/shell_fields.hpp"
 #include "models/launch_args/shell_lexer.hpp"
 #include "models/launch_args/shell_script.hpp"
 #include "models/launch_args/shell_test.hpp"
@@ -19,42 +20,6 @@ struct ShellValue {
 };
 
 using Variables = std::map<std::string, ShellValue, std::less<>>;
-
-// Collects the fields (words) one token expands to.
-class FieldBuilder {
- public:
-  explicit FieldBuilder(int line) : line_(line) {}
-  void append(const std::string& text) {
-    if (!open_) fields_.push_back(ShellWord{"", {}, line_});
-    fields_.back().text += text;
-    open_ = true;
-  }
-  void mark(const std::string& what) {
-    if (fields_.empty()) append("");
-    fields_.back().unresolved.push_back(what);
-  }
-  void cut() { open_ = false; }
-  // Unquoted: split at blanks, a leading or trailing blank cutting the field.
-  void append_split(const std::string& text) {
-    std::size_t i = 0;
-    while (i < text.size()) {
-      if (text[i] == ' ' || text[i] == '\t' || text[i] == '\n') {
-        cut();
-        ++i;
-        continue;
-      }
-      const std::size_t end = std::min(text.find_first_of(" \t\n", i), text.size());
-      append(text.substr(i, end - i));
-      i = end;
-    }
-  }
-  std::vector<ShellWord> take() { return std::move(fields_); }
-
- private:
-  int line_;
-  bool open_ = false;
-  std::vector<ShellWord> fields_;
-};
 
 bool is_keyword(const std::string& word, std::initializer_list<std::string_view> keywords) {
   return std::find(keywords.begin(), keywords.end(), word) != keywords.end();
