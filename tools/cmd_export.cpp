@@ -1,5 +1,5 @@
-// `wallsim export megatron CONFIG [--set k=v] [--one-line]`: the Megatron-LM arguments that
-// launch the layout CONFIG simulates (models/launch_args/megatron_export.hpp), on stdout; what
+// `wallsim export megatron CONFIG [--set k=v] [--one-line] [--torchrun]`: the Megatron-LM arguments
+// that launch the layout CONFIG simulates (models/launch_args/megatron_export.hpp), on stdout; what
 // Megatron-LM cannot express goes to stderr as warnings.
 #include <iostream>
 #include <memory>
@@ -17,13 +17,16 @@ namespace {
 struct ExportOptions {
   ConfigCommandOptions config;
   bool one_line = false;
+  bool torchrun = false;
 };
 
 int run(const ExportOptions& options) {
   const models::RunConfig config = load_config(options.config);
   const models::MegatronExport exported = models::export_megatron_args(config);
   for (const auto& note : exported.notes) spdlog::warn("{}", note);
-  std::cout << models::format_megatron_args(exported.options, !options.one_line);
+  const std::vector<std::string> prefix =
+      options.torchrun ? models::torchrun_words(config) : std::vector<std::string>{};
+  std::cout << models::format_megatron_args(exported.options, !options.one_line, prefix);
   if (options.one_line) std::cout << "\n";
   return 0;
 }
@@ -42,6 +45,9 @@ void add_export_command(CLI::App& app, CommandSet& commands) {
   sub->add_option("--set", options->config.overrides,
                   "Override a config field, e.g. --set parallel.tp=4");
   sub->add_flag("--one-line", options->one_line, "All arguments on one line");
+  sub->add_flag("--torchrun", options->torchrun,
+                "Start with torchrun --nproc_per_node G --nnodes N pretrain_gpt.py for the "
+                "config's GPUs");
   sub->callback([options, &commands] { commands.action = [options] { return run(*options); }; });
 }
 

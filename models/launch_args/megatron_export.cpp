@@ -250,10 +250,23 @@ MegatronExport export_megatron_args(const RunConfig& config) {
   return result;
 }
 
-std::string format_megatron_args(const std::vector<MegatronOption>& options, bool one_per_line) {
+std::vector<std::string> torchrun_words(const RunConfig& config) {
+  const std::int64_t per_node = config.cluster.gpus_per_node;
+  const bool whole_nodes = config.num_gpus % per_node == 0;
+  return {"torchrun",
+          "--nproc_per_node",
+          str(whole_nodes ? per_node : config.num_gpus),
+          "--nnodes",
+          str(whole_nodes ? config.num_gpus / per_node : 1),
+          "pretrain_gpt.py"};
+}
+
+std::string format_megatron_args(const std::vector<MegatronOption>& options, bool one_per_line,
+                                 const std::vector<std::string>& prefix) {
   std::string text;
+  for (const auto& word : prefix) text += (text.empty() ? "" : " ") + shell_quote(word);
   for (std::size_t i = 0; i < options.size(); ++i) {
-    if (i > 0) text += one_per_line ? " \\\n" : " ";
+    if (i > 0 || !text.empty()) text += one_per_line ? " \\\n" : " ";
     text += options[i].flag;
     for (const auto& value : options[i].values) text += " " + shell_quote(value);
   }

@@ -29,8 +29,15 @@ struct MegatronExport {
 
 MegatronExport export_megatron_args(const RunConfig& config);
 
+// The torchrun words that start the job on the config's GPUs: --nproc_per_node (the cluster's
+// GPUs per node, or num_gpus when the job is smaller than a node or does not fill whole nodes)
+// and --nnodes, then "pretrain_gpt.py". `import megatron` reads the GPU count back from them.
+std::vector<std::string> torchrun_words(const RunConfig& config);
+
 // The options as shell words, quoted where the shell would split or expand them: one option
-// per line ending in " \" (for a launch script), or all on one line.
-std::string format_megatron_args(const std::vector<MegatronOption>& options, bool one_per_line);
+// per line ending in " \" (for a launch script), or all on one line; `prefix` (e.g.
+// torchrun_words) goes first, on a line of its own when one_per_line.
+std::string format_megatron_args(const std::vector<MegatronOption>& options, bool one_per_line,
+                                 const std::vector<std::string>& prefix = {});
 
 }  // namespace wallsim::models

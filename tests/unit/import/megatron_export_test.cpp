@@ -102,6 +102,27 @@ TEST_CASE("what Megatron-LM cannot express is named in the notes") {
   CHECK(has_option(exported, "--attention-backend", {"flash"}));
 }
 
+TEST_CASE("the torchrun prefix carries the GPU count back through import") {
+  // configs/examples/llama3-70b-1024gpu.json: 1024 GPUs on 8-GPU DGX H100 nodes = 128 nodes.
+  const RunConfig config = load_run_config(source_path("configs/examples/llama3-70b-1024gpu.json"));
+  const auto words = torchrun_words(config);
+  CHECK(words == std::vector<std::string>{"torchrun", "--nproc_per_node", "8", "--nnodes", "128",
+                                          "pretrain_gpt.py"});
+  const std::string launch =
+      format_megatron_args(export_megatron_args(config).options, true, words);
+  CHECK(launch.rfind("torchrun --nproc_per_node 8 --nnodes 128 pretrain_gpt.py \\\n--num-layers 80",
+                     0) == 0);
+  MegatronImportOptions no_count;
+  const RunConfig back =
+      run_config_from_json(import_megatron_args(launch, "launch.sh", no_count).config, "launch.sh");
+  CHECK(back.num_gpus == 1024);
+  // Fewer GPUs than a node: one process per GPU on one node.
+  const RunConfig small = load_run_config(source_path("configs/examples/llama3-8b-8gpu.json"),
+                                          {"num_gpus=4", "parallel.tp=1"});
+  CHECK(torchrun_words(small)[2] == "4");
+  CHECK(torchrun_words(small)[4] == "1");
+}
+
 TEST_CASE("export writes shell words, quoting what the shell would split or expand") {
   const std::vector<MegatronOption> options = {
       {"--moe-layer-freq", {"([0]*3+[1]*58)"}}, {"--bf16", {}}, {"--x", {"it's"}}};
