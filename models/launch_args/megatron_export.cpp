@@ -131,7 +131,7 @@ void add_parallel(const RunConfig& c, Options& out, std::vector<std::string>& no
   if (c.layout.sequence_parallel) out.add("--sequence-parallel");
   add_pipeline(c, out);
   out.add("--context-parallel-size", p.cp);
-  if (p.cp > 1) {
+  if (p.cp > 1 || p.cp_comm_type != CpCommType::kP2p) {
     out.add("--cp-comm-type",
             {p.cp_comm_type == CpCommType::kAllGather ? std::string("allgather")
                                                       : to_string(p.cp_comm_type)});

@@ -74,6 +74,56 @@ TEST_CASE("export then import is the identity on every shipped example") {
   }
 }
 
+TEST_CASE("export then import is the identity on variants that use every exported option") {
+  // Each variant sets options the shipped examples leave at their defaults.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> variants = {
+      {"llama2-7b-32k-cp-16gpu",
+       {"parallel.cp_comm_type=a2a+p2p", "parallel.hierarchical_cp=[2,2]",
+        "training.recompute=full", "training.precision=fp8", "training.grad_reduce_dtype=bf16",
+        "training.cross_entropy_fusion=te", "training.attention_backend=flash2"}},
+      {"llama3-8b-8gpu",
+       {"parallel.cp=2", "parallel.cp_comm_type=all_gather", "training.cuda_graphs=per_layer",
+        "training.recompute_modules=[\"core_attn\",\"mlp\"]", "model.kv_heads=null",
+        "model.hidden_dropout=0.1", "model.activation=squared_relu", "model.tied_embeddings=true",
+        "training.attention_backend=unfused", "parallel.cp=1", "parallel.order=tp-cp-ep-pp-dp"}},
+      {"llama3-70b-1024gpu",
+       {"parallel.vpp=null", "parallel.pipeline_layout=Et*19|t*20|t*20|t*21L",
+        "training.schedule=null", "training.cross_entropy_fusion=native"}},
+      {"llama3-70b-1024gpu",
+       {"parallel.vpp=1", "parallel.first_stage_layers=18", "parallel.last_stage_layers=22",
+        "training.schedule=null", "model.norm=layernorm", "model.head_dim=96"}},
+      {"mixtral-8x7b-64gpu",
+       {"model.moe.capacity_factor=1.25", "model.moe.router_fusion=true", "model.moe.layer_freq=2",
+        "parallel.moe_dispatcher=allgather", "parallel.moe_grouped_gemm=false", "parallel.etp=2",
+        "parallel.tp=2", "parallel.sequence_parallel=true", "training.cuda_graphs=full_iteration"}},
+      {"qwen3-30b-a3b-8gpu",
+       {"model.moe.first_dense_layers=4", "model.moe.score_function=sigmoid",
+        "model.moe.shared_ffn_hidden=1536", "model.mtp_layers=1"}},
+  };
+  for (const auto& [example, overrides] : variants) {
+    INFO(example);
+    const RunConfig config =
+        load_run_config(source_path("configs/examples/" + example + ".json"), overrides);
+    const std::string args = format_megatron_args(export_megatron_args(config).options, true);
+    INFO(args);
+    const RunConfig back = reimport(config, args);
+    CHECK(format_megatron_args(export_megatron_args(back).options, true) == args);
+    const std::int64_t tp = config.parallel.tp;
+    CHECK(total_parameters(back.model, tp) == total_parameters(config.model, tp));
+    CHECK(
+        iteration_flops(back.model, back.training, tp, back.num_gpus).hardware_per_iteration ==
+        iteration_flops(config.model, config.training, tp, config.num_gpus).hardware_per_iteration);
+    const MemoryReport before = memory_report(config.model, config.layout, config.training, 80e9);
+    const MemoryReport after = memory_report(back.model, back.layout, back.training, 80e9);
+    CHECK(after.peak_bytes == before.peak_bytes);
+    CHECK(back.layout.schedule == config.layout.schedule);
+    CHECK(back.layout.cp.type == config.layout.cp.type);
+    CHECK(back.layout.expert.grouped_gemm == config.layout.expert.grouped_gemm);
+    CHECK(back.training.cuda_graphs == config.training.cuda_graphs);
+    CHECK(back.parallel.order == config.parallel.order);
+  }
+}
+
 TEST_CASE("virtual stages are exported as layers per virtual stage when they divide evenly") {
   // configs/examples/llama3-70b-1024gpu.json: 80 layers, pp 4, vpp 5 → 4 layers per virtual
   // stage.
