@@ -111,17 +111,17 @@ std::string with_flag_names(std::string message) {
 
 }  // namespace
 
-MegatronImport import_megatron_args(std::string_view text, const std::string& source,
-                                    const MegatronImportOptions& options) {
-  const LaunchCommand launch = read_launch_command(text, source);
-  MegatronArgs args(launch.arguments, source);
+MegatronImport import_megatron_words(const std::vector<ShellWord>& words, std::int64_t num_gpus,
+                                     const std::string& source, const std::string& format,
+                                     const MegatronImportOptions& options,
+                                     std::vector<std::string> warnings) {
+  MegatronArgs args(words, source);
   MegatronImport result;
-  result.warnings = launch.notes;
-  const std::int64_t num_gpus = gpu_count(launch, options, source);
+  result.warnings = std::move(warnings);
   json model = megatron_model_json(args, options.vocab, result.warnings);
   model["name"] = std::filesystem::path(source).stem().string();
-  model["source"] = "Megatron-LM arguments in " + source;
-  json config = {{"description", "Imported from the Megatron-LM arguments in " + source},
+  model["source"] = format + " in " + source;
+  json config = {{"description", "Imported from the " + format + " in " + source},
                  {"model", model},
                  {"cluster", cluster_reference(options.cluster)},
                  {"num_gpus", num_gpus}};
@@ -135,6 +135,14 @@ MegatronImport import_megatron_args(std::string_view text, const std::string& so
   }
   result.config = std::move(config);
   return result;
+}
+
+MegatronImport import_megatron_args(std::string_view text, const std::string& source,
+                                    const MegatronImportOptions& options) {
+  const LaunchCommand launch = read_launch_command(text, source);
+  const std::int64_t num_gpus = gpu_count(launch, options, source);
+  return import_megatron_words(launch.arguments, num_gpus, source, "Megatron-LM arguments",
+                               options, launch.notes);
 }
 
 MegatronImport import_megatron_args_file(const std::string& path,

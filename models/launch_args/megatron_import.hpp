@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/launch_args/shell_command.hpp"
+
 namespace wallsim::models {
 
 struct MegatronImportOptions {
@@ -41,6 +43,13 @@ struct MegatronImport {
 // source, line, option and value for input Megatron or wallsim would refuse.
 MegatronImport import_megatron_args(std::string_view text, const std::string& source,
                                     const MegatronImportOptions& options);
+
+// The same from Megatron option words already in hand (another format translated to them):
+// `format` names the format in the config's description, `warnings` come first.
+MegatronImport import_megatron_words(const std::vector<ShellWord>& words, std::int64_t num_gpus,
+                                     const std::string& source, const std::string& format,
+                                     const MegatronImportOptions& options,
+                                     std::vector<std::string> warnings);
 
 // Reads `path` ("-" is standard input) and imports it. Throws InputError.
 MegatronImport import_megatron_args_file(const std::string& path,
