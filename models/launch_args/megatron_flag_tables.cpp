@@ -164,6 +164,7 @@ const std::vector<std::string_view>& megatron_flags_not_modelled() {
       "--fp8-recipe",
       "--main-grads-dtype",
       "--main-params-dtype",
+      "--make-vocab-size-divisible-by",
       "--manual-gc",
       "--manual-gc-interval",
       "--moe-permute-fusion",
