@@ -22,11 +22,11 @@ using Sections = std::map<std::string, Section>;
 const char* const kListedSections[] = {"model", "train", "ddp", "optimizer"};
 
 int line_of(const YAML::Node& node) {
-  return node.Mark().line + 1;
+  return node ? node.Mark().line + 1 : 0;
 }
 
 std::string scalar(const YAML::Node& node) {
-  return node.IsScalar() ? node.Scalar() : "";
+  return node && node.IsScalar() ? node.Scalar() : "";
 }
 
 bool is_true(const YAML::Node& node) {
@@ -312,10 +312,25 @@ std::string not_read_sections(const YAML::Node& root) {
   return names;
 }
 
+MegatronImport import_bridge(std::string_view text, const std::string& source,
+                             const MegatronImportOptions& options);
+
 }  // namespace
 
 MegatronImport import_bridge_yaml(std::string_view text, const std::string& source,
                                   const MegatronImportOptions& options) {
+  try {
+    return import_bridge(text, source, options);
+  } catch (const YAML::Exception& e) {  // a node of an unexpected shape
+    throw InputError(source + ":" + std::to_string(e.mark.line + 1), "", "",
+                     "unexpected YAML: " + e.msg);
+  }
+}
+
+namespace {
+
+MegatronImport import_bridge(std::string_view text, const std::string& source,
+                             const MegatronImportOptions& options) {
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
@@ -353,6 +368,8 @@ MegatronImport import_bridge_yaml(std::string_view text, const std::string& sour
     throw InputError(bridge_names(e.what(), translator.names()));
   }
 }
+
+}  // namespace
 
 MegatronImport import_bridge_file(const std::string& path, const MegatronImportOptions& options) {
   std::ifstream in(path, std::ios::binary);
