@@ -141,8 +141,8 @@ MegatronImport import_megatron_args(std::string_view text, const std::string& so
                                     const MegatronImportOptions& options) {
   const LaunchCommand launch = read_launch_command(text, source);
   const std::int64_t num_gpus = gpu_count(launch, options, source);
-  return import_megatron_words(launch.arguments, num_gpus, source, "Megatron-LM arguments",
-                               options, launch.notes);
+  return import_megatron_words(launch.arguments, num_gpus, source, "Megatron-LM arguments", options,
+                               launch.notes);
 }
 
 MegatronImport import_megatron_args_file(const std::string& path,
