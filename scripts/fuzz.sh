@@ -6,7 +6,7 @@ set -euo pipefail
 build=${1:?usage: scripts/fuzz.sh BUILD_DIR [RUNS]}
 runs=${2:-20000}
 root=$(cd "$(dirname "$0")/.." && pwd)
-targets=(fuzz_run_config fuzz_cluster fuzz_profile fuzz_raw fuzz_text fuzz_vary)
+targets=(fuzz_run_config fuzz_cluster fuzz_profile fuzz_raw fuzz_text fuzz_vary fuzz_megatron_args fuzz_bridge_yaml)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -21,6 +21,8 @@ seed fuzz_run_config "$root"/configs/examples/*.json "$root"/configs/validation/
 seed fuzz_cluster "$root"/configs/clusters/*.json
 seed fuzz_profile "$root"/calibration/profiles/*.json
 seed fuzz_raw "$root"/tests/data/calibration/*.raw.json
+seed fuzz_megatron_args "$root"/tests/data/megatron_args/*
+seed fuzz_bridge_yaml "$root"/tests/data/bridge/*.yaml
 mkdir -p "$work/fuzz_text"
 printf '1KiB:8GiB' >"$work/fuzz_text/range"
 printf 'training.micro_batch=2' >"$work/fuzz_text/set"

@@ -2,7 +2,7 @@
 # Installs wallsim's build dependencies on Debian 12 (run as root). Safe to re-run.
 set -euo pipefail
 packages=(cmake ninja-build g++ libboost-graph-dev nlohmann-json3-dev libspdlog-dev libcli11-dev
-          catch2 libeigen3-dev libbenchmark-dev libopenmpi-dev openmpi-bin
+          catch2 libeigen3-dev libbenchmark-dev libopenmpi-dev openmpi-bin libyaml-cpp-dev
           chromium clang libclang-rt-14-dev)
 missing=()
 for package in "${packages[@]}"; do

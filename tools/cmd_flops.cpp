@@ -69,6 +69,7 @@ void add_flops_command(CLI::App& app, CommandSet& commands) {
       "flops",
       "FLOPs of one training iteration (model = Megatron's count; hardware adds recompute)");
   add_config_options(*sub, *options);
+  add_megatron_args_option(*sub, *options);
   sub->callback([options, &commands] { commands.action = [options] { return run(*options); }; });
 }
 

@@ -83,6 +83,7 @@ void add_memory_command(CLI::App& app, CommandSet& commands) {
   CLI::App* sub = app.add_subcommand(
       "memory", "Memory per GPU of every pipeline stage (weights, grads, optimizer, activations)");
   add_config_options(*sub, *options);
+  add_megatron_args_option(*sub, *options);
   sub->callback([options, &commands] { commands.action = [options] { return run(*options); }; });
 }
 

@@ -1,6 +1,6 @@
-// `wallsim run CONFIG [--out DIR] [--json] [--set k=v] [--trace-ranks LIST|all] [--sensitivity]`:
-// simulate one training step; with --out write summary.json, timeline.json, trace.json and
-// report.html into DIR.
+// `wallsim run CONFIG|--megatron-args FILE [--out DIR] [--json] [--set k=v] [--trace-ranks
+// LIST|all] [--sensitivity]`: simulate one training step; with --out write summary.json,
+// timeline.json, trace.json and report.html into DIR.
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -96,6 +96,7 @@ void add_run_command(CLI::App& app, CommandSet& commands) {
   CLI::App* sub = app.add_subcommand(
       "run", "Simulate one training step: step time, throughput, memory and the binding wall");
   add_config_options(*sub, options->config);
+  add_megatron_args_option(*sub, options->config);
   sub->add_option("--out", options->out_dir,
                   "Write summary.json, trace.json, report.html (and timeline.json) into DIR");
   sub->add_option("--trace-ranks", options->trace_ranks,

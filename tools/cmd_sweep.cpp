@@ -137,7 +137,7 @@ void finish(const SweepSetup& setup, const SweepOptions& options,
     models::write_sweep_text(report, std::cout, options.top);
     if (!report.rows.empty() && !report.rows.front().failed()) {
       std::cout << "best: wallsim run " << options.out_dir << "/configs/" << report.rows.front().id
-                << ".json\n";
+                << ".json\n      Megatron-LM: " << report.rows.front().megatron_args << "\n";
     }
     std::cout << "wrote " << options.out_dir << "/sweep.csv, sweep.json, sweep.html and "
               << report.rows.size() << " configs\n";

@@ -21,7 +21,9 @@ struct CommandSet {
 
 void add_calibrate_command(CLI::App& app, CommandSet& commands);
 void add_collective_command(CLI::App& app, CommandSet& commands);
+void add_export_command(CLI::App& app, CommandSet& commands);
 void add_flops_command(CLI::App& app, CommandSet& commands);
+void add_import_command(CLI::App& app, CommandSet& commands);
 void add_memory_command(CLI::App& app, CommandSet& commands);
 void add_report_command(CLI::App& app, CommandSet& commands);
 void add_run_command(CLI::App& app, CommandSet& commands);

@@ -40,7 +40,9 @@ int main(int argc, char** argv) {
   wallsim::cli::CommandSet commands;
   wallsim::cli::add_calibrate_command(app, commands);
   wallsim::cli::add_collective_command(app, commands);
+  wallsim::cli::add_export_command(app, commands);
   wallsim::cli::add_flops_command(app, commands);
+  wallsim::cli::add_import_command(app, commands);
   wallsim::cli::add_memory_command(app, commands);
   wallsim::cli::add_report_command(app, commands);
   wallsim::cli::add_run_command(app, commands);

@@ -28,7 +28,53 @@ void add_config_options(CLI::App& command, ConfigCommandOptions& options) {
   command.add_flag("--json", options.json, "Print one JSON document on stdout");
 }
 
+void add_megatron_import_options(CLI::App& command, MegatronArgsOptions& options) {
+  command
+      .add_option("--cluster", options.cluster,
+                  "Cluster: a shipped name (dgx-h100, dgx-h200, ...) or a cluster file")
+      ->capture_default_str();
+  command
+      .add_option("--num-gpus", options.num_gpus,
+                  "GPUs of the job (default: torchrun's --nproc_per_node x --nnodes)")
+      ->check(CLI::PositiveNumber);
+  command
+      .add_option("--vocab", options.vocab,
+                  "The tokenizer's vocabulary, when the arguments have no --vocab-size")
+      ->check(CLI::PositiveNumber);
+}
+
+models::MegatronImportOptions import_options(const MegatronArgsOptions& options) {
+  models::MegatronImportOptions out;
+  out.cluster = options.cluster;
+  if (options.num_gpus > 0) out.num_gpus = options.num_gpus;
+  if (options.vocab > 0) out.vocab = options.vocab;
+  return out;
+}
+
+void add_megatron_args_option(CLI::App& command, ConfigCommandOptions& options) {
+  command.get_option("CONFIG")->required(false);
+  command.add_option("--megatron-args", options.megatron_args,
+                     "Read the job from Megatron-LM arguments (a launch script, bare arguments, "
+                     "or - for stdin) instead of CONFIG");
+  add_megatron_import_options(command, options.megatron);
+}
+
 models::RunConfig load_config(const ConfigCommandOptions& options) {
+  if (!options.megatron_args.empty()) {
+    if (!options.config.empty()) {
+      throw InputError("command line", "CONFIG", options.config,
+                       "give a run config or --megatron-args, not both");
+    }
+    const models::MegatronImport imported =
+        models::import_megatron_args_file(options.megatron_args, import_options(options.megatron));
+    log_notes(imported.warnings);
+    const std::string source = options.megatron_args == "-" ? "<stdin>" : options.megatron_args;
+    return models::run_config_from_json(imported.config, source, options.overrides);
+  }
+  if (options.config.empty()) {
+    throw InputError("command line", "CONFIG", "",
+                     "missing: give a run config (or --megatron-args FILE)");
+  }
   return models::load_run_config(resolve_config_path(options.config), options.overrides);
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "calibration/profile.hpp"
+#include "models/launch_args/megatron_import.hpp"
 #include "models/run_config.hpp"
 
 namespace CLI {
@@ -14,16 +15,31 @@ class App;
 
 namespace wallsim::cli {
 
+// What `import megatron` and `--megatron-args` take besides the arguments file.
+struct MegatronArgsOptions {
+  std::string cluster = "dgx-h100";
+  std::int64_t num_gpus = 0;  // 0: from torchrun's --nproc_per_node x --nnodes
+  std::int64_t vocab = 0;     // 0: from --vocab-size in the arguments
+};
+
 struct ConfigCommandOptions {
   std::string config;
   std::vector<std::string> overrides;
   bool json = false;
+  std::string megatron_args;  // instead of CONFIG: a Megatron-LM arguments file (- = stdin)
+  MegatronArgsOptions megatron;
 };
 
 void add_config_options(CLI::App& command, ConfigCommandOptions& options);
+// --cluster, --num-gpus and --vocab of `import megatron` and `--megatron-args`.
+void add_megatron_import_options(CLI::App& command, MegatronArgsOptions& options);
+models::MegatronImportOptions import_options(const MegatronArgsOptions& options);
+// CONFIG becomes optional: the run config may come from --megatron-args FILE instead.
+void add_megatron_args_option(CLI::App& command, ConfigCommandOptions& options);
 
 // CONFIG is a path (working directory, then the data root) or a shipped example's name.
 std::string resolve_config_path(const std::string& reference);
+// From CONFIG, or from --megatron-args (its warnings logged); `--set` applies to either.
 models::RunConfig load_config(const ConfigCommandOptions& options);
 
 // HBM bytes of one GPU from the run's calibration profile (the cluster GPU's shipped profile

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "models/launch_args/megatron_export.hpp"
 #include "models/memory.hpp"
 #include "models/run/simulate.hpp"
 #include "sim/core/input_error.hpp"
@@ -81,6 +82,7 @@ SweepRow simulate_point(const ScreenedPoint& s, const GpuProfile& gpu, const Com
   row.peak_bytes = s.peak_bytes;
   row.hbm_bytes = hbm_bytes;
   row.fits = true;
+  row.megatron_args = format_megatron_args(export_megatron_args(*s.config).options, false);
   try {
     const RunSummary summary = simulate(*s.config, gpu, comm).summary;
     row.step_time_s = summary.iteration_time_s;

@@ -100,14 +100,17 @@ void write_scatter(const SweepReport& report, std::ostream& out) {
 
 void write_top(const SweepReport& report, std::ostream& out, std::size_t top) {
   out << "<table><tr><th>#</th><th>layout</th><th>dp</th><th>step (s)</th><th>tokens/s/GPU</th>"
-         "<th>MFU</th><th>peak</th><th>binding</th><th>rerun</th></tr>\n";
+         "<th>MFU</th><th>peak</th><th>binding</th><th>rerun</th><th>Megatron-LM "
+         "arguments</th></tr>\n";
   for (std::size_t i = 0; i < report.rows.size() && i < top; ++i) {
     const SweepRow& r = report.rows[i];
     out << "<tr><td>" << i + 1 << "</td><td>" << r.id << "</td><td>" << r.dp << "</td><td>"
         << num(r.step_time_s, "%.4f") << "</td><td>" << num(r.tokens_per_s_per_gpu) << "</td><td>"
         << num(100 * r.mfu) << "%</td><td>" << format_gib(r.peak_bytes) << "</td><td>"
         << escape(r.failed() ? "error: " + r.error : r.binding)
-        << "</td><td><code>wallsim run configs/" << r.id << ".json</code></td></tr>\n";
+        << "</td><td><code>wallsim run configs/" << r.id << ".json</code></td><td>"
+        << "<details><summary>launch</summary><code>" << escape(r.megatron_args)
+        << "</code></details></td></tr>\n";
   }
   out << "</table>\n";
 }
@@ -228,7 +231,7 @@ void write_sweep_html(const SweepReport& report, std::ostream& out) {
       << "the Pareto front (no layout is faster at no more memory) in orange.</p>\n";
   write_scatter(report, out);
   out << "<h2>Fastest layouts</h2>\n<p>Each row's config is in <code>configs/</code> next to "
-         "this page.</p>\n";
+         "this page; its Megatron-LM arguments launch the same layout.</p>\n";
   write_top(report, out, 15);
   out << "<h2>How each knob moves throughput</h2>\n<p>The best tokens/s/GPU among the layouts "
          "with each value (the layout that reaches it in brackets).</p>\n";

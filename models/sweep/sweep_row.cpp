@@ -58,7 +58,8 @@ nlohmann::json row_to_json(const SweepRow& r) {
           {"fits_in_memory", r.fits},
           {"binding", r.binding},
           {"error", r.error},
-          {"config", "configs/" + r.id + ".json"}};
+          {"config", "configs/" + r.id + ".json"},
+          {"megatron_args", r.megatron_args}};
 }
 
 SweepRow row_from_json(const nlohmann::json& j, const std::string& where) {
@@ -99,6 +100,7 @@ SweepRow row_from_json(const nlohmann::json& j, const std::string& where) {
     r.fits = j.at("fits_in_memory").get<bool>();
     r.binding = j.at("binding").get<std::string>();
     r.error = j.at("error").get<std::string>();
+    r.megatron_args = j.value("megatron_args", std::string());  // absent in older journals
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(where, "rows", "", std::string("malformed sweep row: ") + e.what());

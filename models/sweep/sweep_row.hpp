@@ -28,6 +28,9 @@ struct SweepRow {
   bool fits = false;
   std::string binding;  // memory | compute | communication ("" when the simulation failed)
   std::string error;    // why the simulation failed ("" when it did not)
+  // The Megatron-LM arguments that launch this point (models/launch_args/megatron_export.hpp),
+  // on one line.
+  std::string megatron_args;
   bool failed() const { return !error.empty(); }
 };
 

@@ -26,6 +26,8 @@ SweepRow row(std::int64_t index, std::int64_t tp, double step_s, double peak_gib
   r.fits = true;
   r.binding = error.empty() ? "compute" : "";
   r.error = std::move(error);
+  r.megatron_args =
+      "--tensor-model-parallel-size " + std::to_string(tp) + " --moe-layer-freq '<2>'";
   return r;
 }
 
@@ -86,6 +88,9 @@ TEST_CASE("sweep.json reads back into the same report", "[sweep]") {
   const SweepReport back = report_from_json(report_to_json(report), "sweep.json");
   CHECK(csv(back) == csv(report));
   CHECK(back.counts.layout_reasons == report.counts.layout_reasons);
+  CHECK(back.rows[0].megatron_args == report.rows[0].megatron_args);
+  CHECK(report_to_json(report)["rows"][0]["megatron_args"] ==
+        "--tensor-model-parallel-size 2 --moe-layer-freq '<2>'");
   CHECK_THROWS_AS(report_from_json(nlohmann::json::object(), "x.json"), InputError);
 }
 
@@ -126,6 +131,9 @@ TEST_CASE("sweep.html is one self-contained page", "[sweep]") {
   CHECK(html.find("<svg") != std::string::npos);
   CHECK(html.find("Pareto") != std::string::npos);
   CHECK(html.find("wallsim run configs/tp4-cp1-pp1-vpp1-mb1-none.json") != std::string::npos);
+  // Each ranked row's Megatron-LM arguments, escaped for HTML.
+  CHECK(html.find("--tensor-model-parallel-size 4 --moe-layer-freq '&lt;2&gt;'") !=
+        std::string::npos);
   CHECK(html.find("<script src") == std::string::npos);
   CHECK(html.find("http://") == html.find("http://www.w3.org/2000/svg"));  // no external fetch
 }

@@ -1,0 +1,276 @@
+#include "models/launch_args/megatron_export.hpp"
+
+#include <cstdio>
+
+#include "models/run_config.hpp"
+
+namespace wallsim::models {
+namespace {
+
+std::string str(std::int64_t value) {
+  return std::to_string(value);
+}
+
+// Shortest text that reads back as the same double.
+std::string number(double value) {
+  char text[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    if (std::stod(text) == value) break;
+  }
+  return text;
+}
+
+class Options {
+ public:
+  void add(std::string flag, std::vector<std::string> values = {}) {
+    options_.push_back({std::move(flag), std::move(values)});
+  }
+  void add(std::string flag, std::int64_t value) { add(std::move(flag), {str(value)}); }
+  std::vector<MegatronOption> take() { return std::move(options_); }
+
+ private:
+  std::vector<MegatronOption> options_;
+};
+
+void add_heads(const ModelSpec& m, Options& out) {
+  out.add("--num-attention-heads", m.heads);
+  if (m.mla) return;
+  if (m.kv_heads != m.heads) {
+    out.add("--group-query-attention");
+    out.add("--num-query-groups", m.kv_heads);
+  }
+  if (m.hidden % m.heads != 0 || m.head_dim != m.hidden / m.heads) {
+    out.add("--kv-channels", m.head_dim);
+  }
+}
+
+void add_shape(const ModelSpec& m, Options& out) {
+  out.add("--num-layers", m.layers);
+  out.add("--hidden-size", m.hidden);
+  out.add("--ffn-hidden-size", m.ffn_hidden);
+  add_heads(m, out);
+  out.add("--vocab-size", m.vocab);
+  if (m.activation == Activation::swiglu) out.add("--swiglu");
+  if (m.activation == Activation::squared_relu) out.add("--squared-relu");
+  out.add("--normalization", {m.norm == Norm::rmsnorm ? "RMSNorm" : "LayerNorm"});
+  if (!m.tied_embeddings) out.add("--untie-embeddings-and-output-weights");
+  out.add("--disable-bias-linear");  // wallsim counts no linear biases
+  out.add("--hidden-dropout", {number(m.hidden_dropout)});
+  out.add("--attention-dropout", {number(m.attention_dropout)});
+}
+
+std::string layer_freq(const MoeSpec& moe, std::int64_t layers) {
+  if (moe.first_dense_layers > 0) {
+    return "([0]*" + str(moe.first_dense_layers) + "+[1]*" + str(layers - moe.first_dense_layers) +
+           ")";
+  }
+  return str(moe.layer_freq);
+}
+
+void add_moe(const ModelSpec& m, const Layout& layout, Options& out,
+             std::vector<std::string>& notes) {
+  if (!m.moe) return;
+  const MoeSpec& moe = *m.moe;
+  out.add("--num-experts", moe.experts);
+  out.add("--moe-router-topk", moe.topk);
+  out.add("--moe-ffn-hidden-size", moe.ffn_hidden);
+  if (moe.shared_ffn_hidden > 0) {
+    out.add("--moe-shared-expert-intermediate-size", moe.shared_ffn_hidden);
+  }
+  if (moe.first_dense_layers > 0 || moe.layer_freq > 1) {
+    out.add("--moe-layer-freq", {layer_freq(moe, m.layers)});
+  }
+  out.add("--moe-router-score-function", {moe.score_function});
+  if (moe.capacity_factor) {
+    out.add("--moe-expert-capacity-factor", {number(*moe.capacity_factor)});
+    out.add("--moe-pad-expert-input-to-capacity");
+  }
+  if (moe.router_fusion) out.add("--moe-router-fusion");
+  out.add("--moe-token-dispatcher-type", {to_string(layout.expert.dispatcher)});
+  if (layout.expert.grouped_gemm) out.add("--moe-grouped-gemm");
+  if (moe.imbalance.kind != RouterImbalance::Kind::uniform) {
+    notes.push_back("moe.router_imbalance is a property of the data, not a Megatron option");
+  }
+}
+
+void add_latent(const ModelSpec& m, Options& out) {
+  if (m.mla) {
+    out.add("--multi-latent-attention");
+    if (m.mla->q_lora_rank) out.add("--q-lora-rank", *m.mla->q_lora_rank);
+    out.add("--kv-lora-rank", m.mla->kv_lora_rank);
+    out.add("--qk-head-dim", m.mla->qk_head_dim);
+    out.add("--qk-pos-emb-head-dim", m.mla->qk_rope_head_dim);
+    out.add("--v-head-dim", m.mla->v_head_dim);
+  }
+  if (m.mtp_layers > 0) out.add("--mtp-num-layers", m.mtp_layers);
+}
+
+void add_pipeline(const RunConfig& c, Options& out) {
+  const ParallelSpec& p = c.parallel;
+  out.add("--pipeline-model-parallel-size", p.pp);
+  if (p.pipeline_layout) {
+    out.add("--pipeline-model-parallel-layout", {*p.pipeline_layout});
+    return;
+  }
+  if (p.first_stage_layers) out.add("--decoder-first-pipeline-num-layers", *p.first_stage_layers);
+  if (p.last_stage_layers) out.add("--decoder-last-pipeline-num-layers", *p.last_stage_layers);
+  if (p.vpp == 1) return;
+  const bool even =
+      !p.first_stage_layers && !p.last_stage_layers && c.model.layers % (p.pp * p.vpp) == 0;
+  if (even) {
+    out.add("--num-layers-per-virtual-pipeline-stage", c.model.layers / (p.pp * p.vpp));
+  } else {
+    out.add("--num-virtual-stages-per-pipeline-rank", p.vpp);
+  }
+}
+
+void add_parallel(const RunConfig& c, Options& out, std::vector<std::string>& notes) {
+  const ParallelSpec& p = c.parallel;
+  out.add("--tensor-model-parallel-size", p.tp);
+  if (c.layout.sequence_parallel) out.add("--sequence-parallel");
+  add_pipeline(c, out);
+  out.add("--context-parallel-size", p.cp);
+  if (p.cp > 1 || p.cp_comm_type != CpCommType::kP2p) {
+    out.add("--cp-comm-type",
+            {p.cp_comm_type == CpCommType::kAllGather ? std::string("allgather")
+                                                      : to_string(p.cp_comm_type)});
+  }
+  if (p.hierarchical_cp) {
+    out.add("--hierarchical-context-parallel-sizes",
+            {str((*p.hierarchical_cp)[0]), str((*p.hierarchical_cp)[1])});
+  }
+  if (c.model.moe) {
+    out.add("--expert-model-parallel-size", p.ep);
+    out.add("--expert-tensor-parallel-size", p.etp);
+  }
+  const AxisOrder megatron{Axis::tp, Axis::cp, Axis::ep, Axis::dp, Axis::pp};
+  const AxisOrder tp_pp_dp{Axis::tp, Axis::cp, Axis::ep, Axis::pp, Axis::dp};
+  if (p.order == tp_pp_dp) out.add("--use-tp-pp-dp-mapping");
+  if (p.order != megatron && p.order != tp_pp_dp) {
+    notes.push_back(
+        "parallel.order: Megatron-LM builds tp-cp-ep-dp-pp, or tp-cp-ep-pp-dp with "
+        "--use-tp-pp-dp-mapping, only");
+  }
+  if (!p.cp_load_balance) notes.push_back("parallel.cp_load_balance false has no Megatron option");
+  if (p.ep_group_style == EpGroupStyle::kDeepSpeed) {
+    notes.push_back(
+        "parallel.ep_group_style \"deepspeed\" is DeepSpeed's grouping, not Megatron's");
+  }
+}
+
+void add_recompute(const TrainingSpec& t, Options& out) {
+  if (t.recompute == Recompute::full) {
+    out.add("--recompute-granularity", {"full"});
+    out.add("--recompute-method", {"uniform"});
+    out.add("--recompute-num-layers", 1);
+  } else if (t.recompute == Recompute::selective) {
+    out.add("--recompute-granularity", {"selective"});
+    if (t.recompute_modules != std::vector<std::string>{"core_attn"}) {
+      out.add("--recompute-modules", t.recompute_modules);
+    }
+  }
+}
+
+void add_kernels(const TrainingSpec& t, Options& out, std::vector<std::string>& notes) {
+  if (t.attention_backend) {
+    switch (*t.attention_backend) {
+      case AttentionBackend::kCudnn:
+        out.add("--attention-backend", {"fused"});
+        break;
+      case AttentionBackend::kFlash3:
+        notes.push_back(
+            "training.attention_backend flash3: --attention-backend flash runs "
+            "flash-attn 3 only where it is installed");
+        [[fallthrough]];
+      case AttentionBackend::kFlash2:
+        out.add("--attention-backend", {"flash"});
+        break;
+      case AttentionBackend::kUnfused:
+        out.add("--attention-backend", {"unfused"});
+        break;
+    }
+  }
+  if (t.cuda_graphs != CudaGraphs::kNone) out.add("--cuda-graph-impl", {"local"});
+  if (t.cuda_graphs == CudaGraphs::kFullIteration) {
+    out.add("--cuda-graph-scope", {"full_iteration"});
+  }
+  if (t.cross_entropy_fusion != CrossEntropyFusion::kNone) {
+    out.add("--cross-entropy-loss-fusion");
+    out.add("--cross-entropy-fusion-impl",
+            {t.cross_entropy_fusion == CrossEntropyFusion::kTe ? "te" : "native"});
+  }
+}
+
+void add_training(const RunConfig& c, Options& out, std::vector<std::string>& notes) {
+  const TrainingSpec& t = c.training;
+  out.add("--seq-length", t.seq_len);
+  out.add("--micro-batch-size", t.micro_batch);
+  out.add("--global-batch-size", t.global_batch);
+  out.add("--bf16");
+  if (t.precision == Dtype::kFp8) out.add("--fp8-format", {"hybrid"});
+  add_recompute(t, out);
+  if (t.distributed_optimizer) out.add("--use-distributed-optimizer");
+  if (t.grad_reduce_dtype == Dtype::kBf16) out.add("--grad-reduce-in-bf16");
+  if (t.overlap.dp_grad_reduce) out.add("--overlap-grad-reduce");
+  if (t.overlap.dp_param_gather) out.add("--overlap-param-gather");
+  // TP overlap needs sequence parallelism in Megatron; at tp 1 there is no TP traffic to hide.
+  if (t.overlap.tp_comm && c.layout.sequence_parallel) out.add("--tp-comm-overlap");
+  if (t.overlap.ep_comm) out.add("--overlap-moe-expert-parallel-comm");
+  if (!t.overlap.cp_comm) notes.push_back("training.overlap.cp_comm false has no Megatron option");
+  add_kernels(t, out, notes);
+  const std::string schedule = c.layout.schedule ? c.layout.schedule->name : "";
+  if (schedule != "1f1b" && schedule != "interleaved") {
+    notes.push_back("training.schedule " + schedule + " is not a Megatron-LM schedule");
+  }
+}
+
+// A word the shell passes through unchanged, else single-quoted.
+std::string shell_quote(const std::string& word) {
+  const bool plain = !word.empty() && word.find_first_not_of(
+                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789-_.,/:=+@%") == std::string::npos;
+  if (plain) return word;
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+}  // namespace
+
+MegatronExport export_megatron_args(const RunConfig& config) {
+  MegatronExport result;
+  Options out;
+  add_shape(config.model, out);
+  add_moe(config.model, config.layout, out, result.notes);
+  add_latent(config.model, out);
+  add_parallel(config, out, result.notes);
+  add_training(config, out, result.notes);
+  result.options = out.take();
+  return result;
+}
+
+std::vector<std::string> torchrun_words(const RunConfig& config) {
+  const std::int64_t per_node = config.cluster.gpus_per_node;
+  const bool whole_nodes = config.num_gpus % per_node == 0;
+  return {"torchrun",
+          "--nproc_per_node",
+          str(whole_nodes ? per_node : config.num_gpus),
+          "--nnodes",
+          str(whole_nodes ? config.num_gpus / per_node : 1),
+          "pretrain_gpt.py"};
+}
+
+std::string format_megatron_args(const std::vector<MegatronOption>& options, bool one_per_line,
+                                 const std::vector<std::string>& prefix) {
+  std::string text;
+  for (const auto& word : prefix) text += (text.empty() ? "" : " ") + shell_quote(word);
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    if (i > 0 || !text.empty()) text += one_per_line ? " \\\n" : " ";
+    text += options[i].flag;
+    for (const auto& value : options[i].values) text += " " + shell_quote(value);
+  }
+  return one_per_line ? text + "\n" : text;
+}
+
+}  // namespace wallsim::models
