@@ -106,11 +106,40 @@ void add_latent(const ModelSpec& m, Options& out) {
   if (m.mtp_layers > 0) out.add("--mtp-num-layers", m.mtp_layers);
 }
 
+// The placement as Megatron's --pipeline-model-parallel-layout: per virtual stage, E (the
+// embedding) on the first, its decoder layers, then MTP layers and L (the loss) on the last.
+std::string placement_layout(const RunConfig& c) {
+  const Layout& layout = c.layout;
+  const std::int64_t count = layout.virtual_stages.count();
+  std::string text;
+  for (std::int64_t v = 0; v < count; ++v) {
+    const StageChunk at = layout.virtual_stages.place(v);
+    const ChunkLayers& chunk = layout.placement.stages[static_cast<std::size_t>(at.stage)]
+                                   .chunks[static_cast<std::size_t>(at.chunk)];
+    if (v > 0) text += "|";
+    if (v == 0) text += "E";
+    if (chunk.count == 1) text += "t";
+    if (chunk.count > 1) text += "t*" + std::to_string(chunk.count);
+    if (v + 1 == count) {
+      for (std::int64_t m = 0; m < c.model.mtp_layers; ++m) text += "m";
+      text += "L";
+    }
+  }
+  return text;
+}
+
 void add_pipeline(const RunConfig& c, Options& out) {
   const ParallelSpec& p = c.parallel;
   out.add("--pipeline-model-parallel-size", p.pp);
   if (p.pipeline_layout) {
     out.add("--pipeline-model-parallel-layout", {*p.pipeline_layout});
+    return;
+  }
+  // Layers that do not divide evenly, without first/last stage sizes: wallsim spreads them,
+  // which Megatron accepts only as an explicit layout.
+  const bool sized = p.first_stage_layers || p.last_stage_layers;
+  if (p.pp > 1 && !sized && c.model.layers % (p.pp * p.vpp) != 0) {
+    out.add("--pipeline-model-parallel-layout", {placement_layout(c)});
     return;
   }
   if (p.first_stage_layers) out.add("--decoder-first-pipeline-num-layers", *p.first_stage_layers);
@@ -211,6 +240,23 @@ void add_training(const RunConfig& c, Options& out, std::vector<std::string>& no
   if (t.precision == Dtype::kFp8) out.add("--fp8-format", {"hybrid"});
   add_recompute(t, out);
   if (t.distributed_optimizer) out.add("--use-distributed-optimizer");
+  if (c.layout.data_sharding >= DataSharding::kGrads) {
+    out.add("--use-megatron-fsdp");
+    out.add(
+        "--data-parallel-sharding-strategy",
+        {c.layout.data_sharding == DataSharding::kParams ? "optim_grads_params" : "optim_grads"});
+  }
+  if (t.offload_activations) {
+    // Megatron offloads a number of layers; wallsim all but the last of each chunk.
+    out.add("--cpu-offloading");
+    const std::int64_t chunks = c.parallel.pp * c.parallel.vpp;
+    out.add("--cpu-offloading-num-layers", (c.model.layers + chunks - 1) / chunks - 1);
+    if (chunks > 1) {
+      notes.push_back(
+          "training.offload.activations: Megatron's --cpu-offloading-num-layers counts "
+          "layers of the whole model; wallsim offloads all but the last of each chunk");
+    }
+  }
   if (t.grad_reduce_dtype == Dtype::kBf16) out.add("--grad-reduce-in-bf16");
   if (t.overlap.dp_grad_reduce) out.add("--overlap-grad-reduce");
   if (t.overlap.dp_param_gather) out.add("--overlap-param-gather");

@@ -149,9 +149,6 @@ const std::vector<std::string_view>& megatron_flags_not_modelled() {
       "--account-for-embedding-in-pipeline-split",
       "--account-for-loss-in-pipeline-split",
       "--add-qkv-bias",
-      "--cpu-offloading",
-      "--cpu-offloading-num-layers",
-      "--data-parallel-sharding-strategy",
       "--ddp-average-in-collective",
       "--ddp-bucket-size",
       "--delay-wgrad-compute",
@@ -193,7 +190,6 @@ const std::vector<std::string_view>& megatron_flags_not_modelled() {
       "--tp-comm-bulk-wgrad",
       "--tp-comm-overlap-cfg",
       "--transformer-impl",
-      "--use-megatron-fsdp",
       "--use-precision-aware-optimizer",
       "--use-torch-fsdp2",
   });

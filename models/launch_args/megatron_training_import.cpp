@@ -249,6 +249,55 @@ void read_kernels(MegatronArgs& args, json& training, std::vector<std::string>& 
   }
 }
 
+// Megatron-FSDP (--use-megatron-fsdp) shards by --data-parallel-sharding-strategy, whose
+// argparse default is optim_grads_params; without FSDP the strategy is not read.
+void read_data_sharding(MegatronArgs& args, json& parallel, const json& training,
+                        std::vector<std::string>& notes) {
+  const auto strategy = args.choice("--data-parallel-sharding-strategy",
+                                    {"no_shard", "optim", "optim_grads", "optim_grads_params"});
+  if (!args.enabled("--use-megatron-fsdp")) {
+    if (strategy)
+      notes.push_back(
+          "--data-parallel-sharding-strategy has no effect without "
+          "--use-megatron-fsdp");
+    return;
+  }
+  const std::string name = strategy.value_or("optim_grads_params");
+  const std::string sharding = name == "no_shard"      ? "none"
+                               : name == "optim"       ? "optimizer"
+                               : name == "optim_grads" ? "grads"
+                                                       : "params";
+  if ((sharding != "none") != training["distributed_optimizer"].get<bool>()) {
+    args.fail("--use-megatron-fsdp",
+              "--data-parallel-sharding-strategy " + name +
+                  (sharding == "none" ? " does not shard the optimizer state, which "
+                                        "--use-distributed-optimizer does"
+                                      : " needs --use-distributed-optimizer (Megatron-FSDP's "
+                                        "documented flags)"));
+  }
+  parallel["data_sharding"] = sharding;
+}
+
+// --cpu-offloading (activations): wallsim offloads every decoder layer's saved activations but
+// the last of each chunk, which is --cpu-offloading-num-layers = layers − 1 at pp = 1.
+void read_offload(MegatronArgs& args, std::int64_t layers_per_chunk, json& training,
+                  std::vector<std::string>& notes) {
+  const auto layers = args.integer("--cpu-offloading-num-layers", 0);
+  if (!args.enabled("--cpu-offloading")) {
+    if (layers)
+      notes.push_back("--cpu-offloading-num-layers has no effect without --cpu-offloading");
+    return;
+  }
+  training["offload"] = {{"activations", true}};
+  if (layers.value_or(0) != layers_per_chunk - 1) {
+    notes.push_back(
+        "--cpu-offloading: wallsim offloads every decoder layer but the last of each "
+        "chunk (" +
+        std::to_string(layers_per_chunk - 1) + " per chunk here), not the " +
+        std::to_string(layers.value_or(0)) + " of --cpu-offloading-num-layers");
+  }
+}
+
 json read_training(MegatronArgs& args, std::int64_t dp, std::int64_t layers_per_chunk,
                    const json& parallel, std::vector<std::string>& notes) {
   json training;
@@ -266,6 +315,7 @@ json read_training(MegatronArgs& args, std::int64_t dp, std::int64_t layers_per_
   if (args.enabled("--grad-reduce-in-bf16")) training["grad_reduce_dtype"] = "bf16";
   read_overlap(args, parallel, training);
   read_kernels(args, training, notes);
+  read_offload(args, layers_per_chunk, training, notes);
   return training;
 }
 
@@ -282,6 +332,7 @@ void read_megatron_layout(MegatronArgs& args, std::int64_t num_gpus, json& confi
   const std::int64_t chunks = parallel["pp"].get<std::int64_t>() * parallel.value("vpp", 1);
   const std::int64_t layers_per_chunk = (model["layers"].get<std::int64_t>() + chunks - 1) / chunks;
   config["training"] = read_training(args, dp, layers_per_chunk, parallel, notes);
+  read_data_sharding(args, parallel, config["training"], notes);
   config["parallel"] = parallel;
 }
 

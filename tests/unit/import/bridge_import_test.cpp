@@ -143,12 +143,12 @@ TEST_CASE("Bridge errors and warnings name Bridge's fields") {
       Contains("training.global_batch (train.global_batch_size) = 7"));
   const MegatronImport gelu =
       import_bridge_yaml(container("  activation_func:\n    _target_: torch.nn.functional.gelu\n"
-                                   "  cpu_offloading: true\n") +
+                                   "  distribute_saved_activations: true\n") +
                              "logger:\n  log_interval: 1\n",
                          "c.yaml", gpus(4));
   CHECK(warned(gelu,
                "not modelled (they change step time or memory, wallsim ignores them): "
-               "model.cpu_offloading"));
+               "model.distribute_saved_activations"));
   CHECK(warned(gelu, "sections not read (no effect on step time or memory): logger"));
   const MegatronImport geglu = import_bridge_yaml(
       container("  gated_linear_unit: true\n  activation_func: torch.nn.functional.gelu\n"),

@@ -256,12 +256,12 @@ TEST_CASE("moe-layer-freq integers and list expressions map to layer_freq or fir
 TEST_CASE("every option not applied is named in a warning by kind") {
   const MegatronImport imported =
       import_text(kSmall +
-                  "--lr 3e-4 --cpu-offloading --frobnicate 3 --num-query-groups 2 --num-layers 4 "
+                  "--lr 3e-4 --distribute-saved-activations --frobnicate 3 --num-query-groups 2 --num-layers 4 "
                   "--recompute-granularity full --recompute-method block --recompute-num-layers 1 "
                   "--cross-entropy-fusion-impl te --recompute-modules mlp");
   CHECK(warned(imported,
                "not modelled (they change step time or memory, wallsim ignores them): "
-               "--cpu-offloading"));
+               "--distribute-saved-activations"));
   CHECK(warned(imported, "unknown to wallsim, ignored: --frobnicate"));
   CHECK(warned(imported, "ignored (no effect on step time or memory): --lr"));
   CHECK(warned(imported,
@@ -372,4 +372,30 @@ TEST_CASE("the cluster is a shipped name or an existing file") {
   options.cluster = "dgx-x999";
   CHECK_THROWS_WITH(import_megatron_args(kSmall, "a", options),
                     Contains("--cluster = dgx-x999: no such cluster file"));
+}
+
+TEST_CASE("Megatron-FSDP's sharding strategy and CPU offloading map to their run config keys") {
+  // --data-parallel-sharding-strategy defaults to optim_grads_params under --use-megatron-fsdp
+  // (Megatron-LM arguments.py); without FSDP the strategy is not read.
+  const RunConfig fsdp =
+      load(import_text(kSmall + "--use-megatron-fsdp --use-distributed-optimizer"));
+  CHECK(fsdp.layout.data_sharding == DataSharding::kParams);
+  const RunConfig zero2 = load(import_text(kSmall + "--use-megatron-fsdp "
+                                                    "--data-parallel-sharding-strategy optim_grads "
+                                                    "--use-distributed-optimizer"));
+  CHECK(zero2.layout.data_sharding == DataSharding::kGrads);
+  const MegatronImport plain =
+      import_text(kSmall + "--data-parallel-sharding-strategy optim_grads");
+  CHECK(load(plain).layout.data_sharding == DataSharding::kNone);
+  CHECK(warned(plain, "has no effect without --use-megatron-fsdp"));
+  CHECK_THROWS_WITH(
+      import_text(kSmall + "--use-megatron-fsdp"),
+      Contains("--use-megatron-fsdp") && Contains("needs --use-distributed-optimizer"));
+  // 4 layers at pp 1: three offloaded, the last kept.
+  const MegatronImport offload =
+      import_text(kSmall + "--cpu-offloading --cpu-offloading-num-layers 3");
+  CHECK(load(offload).training.offload_activations);
+  CHECK_FALSE(warned(offload, "--cpu-offloading"));
+  CHECK(warned(import_text(kSmall + "--cpu-offloading --cpu-offloading-num-layers 1"),
+               "not the 1 of --cpu-offloading-num-layers"));
 }
