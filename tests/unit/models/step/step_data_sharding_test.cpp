@@ -46,21 +46,6 @@ double stage_params(const StepProgram& program) {
 }
 constexpr double kEmbeddingParams = 32000.0 * 1024 / 2;
 
-// Every collective and transfer takes 1 µs.
-class InstantComm : public CommService {
- public:
-  explicit InstantComm(Engine& engine) : engine_(engine) {}
-  void start_collective(GroupIndex, std::uint32_t, Done done) override {
-    engine_.schedule_after(Time::from_us(1), std::move(done));
-  }
-  void start_transfer(RankIndex, RankIndex, std::uint32_t, Done done) override {
-    engine_.schedule_after(Time::from_us(1), std::move(done));
-  }
-
- private:
-  Engine& engine_;
-};
-
 }  // namespace
 
 TEST_CASE("at one micro-batch ZeRO-3 moves 3x the parameters against ZeRO-1's 2x",
@@ -135,7 +120,7 @@ TEST_CASE("ZeRO-3's simulated peak holds gathered units within the analytical bo
     INFO(sharding);
     const StepProgram program = build(sharded_config(sharding, 2));
     Engine engine;
-    InstantComm comm(engine);
+    FixedDelayComm comm(engine, Time::from_us(1));
     Replay replay(engine, program.graphs, program.groups, comm, InvariantPolicy::kRecord);
     const ReplayResult result = replay.run();
     CHECK(result.invariants.ok());  // memory never fell below the static bytes, and came back

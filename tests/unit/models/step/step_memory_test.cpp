@@ -14,25 +14,10 @@ using nlohmann::json;
 
 namespace {
 
-// Every collective and transfer completes a fixed time after it starts.
-class FixedDelayComm : public CommService {
- public:
-  explicit FixedDelayComm(Engine& engine) : engine_(engine) {}
-  void start_collective(GroupIndex, std::uint32_t, Done done) override {
-    engine_.schedule_after(Time::from_us(20), std::move(done));
-  }
-  void start_transfer(RankIndex, RankIndex, std::uint32_t, Done done) override {
-    engine_.schedule_after(Time::from_us(20), std::move(done));
-  }
-
- private:
-  Engine& engine_;
-};
-
 // Peak bytes above the static ones, per simulated rank.
 std::vector<double> simulated_activation_peaks(const StepProgram& program) {
   Engine engine;
-  FixedDelayComm comm(engine);
+  FixedDelayComm comm(engine, Time::from_us(20));
   Replay replay(engine, program.graphs, program.groups, comm);
   const ReplayResult result = replay.run();
   std::vector<double> peaks;
@@ -121,7 +106,7 @@ TEST_CASE("a step replays to the end without deadlock in full fidelity", "[model
   doc["training"]["overlap"]["tp_comm"] = true;
   const StepProgram program = build(doc, Fidelity::kFull);
   Engine engine;
-  FixedDelayComm comm(engine);
+  FixedDelayComm comm(engine, Time::from_us(20));
   Replay replay(engine, program.graphs, program.groups, comm);
   CHECK(replay.run().end > Time::zero());
 }
@@ -137,7 +122,7 @@ TEST_CASE("interleaving on two stages finishes: activations and gradients flow b
   doc["training"]["global_batch"] = 8;
   const StepProgram program = build(doc, Fidelity::kSymmetric);
   Engine engine;
-  FixedDelayComm comm(engine);
+  FixedDelayComm comm(engine, Time::from_us(20));
   Replay replay(engine, program.graphs, program.groups, comm);
   CHECK(replay.run().end > Time::zero());
 }

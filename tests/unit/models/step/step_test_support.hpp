@@ -12,7 +12,9 @@
 
 #include "models/run_config.hpp"
 #include "models/step/step_program.hpp"
+#include "sim/core/engine.hpp"
 #include "sim/core/json_reader.hpp"
+#include "sim/graph/replay.hpp"
 #include "sim/hw/gpu_profile.hpp"
 #include "sim/report/op_category.hpp"
 
@@ -86,6 +88,22 @@ inline Time first_duration(const OpGraph& graph, const std::string& text) {
   FAIL("no op labelled '" << text << "'");
   return Time::zero();
 }
+
+// Every collective and transfer completes `delay` after it starts.
+class FixedDelayComm : public CommService {
+ public:
+  FixedDelayComm(Engine& engine, Time delay) : engine_(engine), delay_(delay) {}
+  void start_collective(GroupIndex, std::uint32_t, Done done) override {
+    engine_.schedule_after(delay_, std::move(done));
+  }
+  void start_transfer(RankIndex, RankIndex, std::uint32_t, Done done) override {
+    engine_.schedule_after(delay_, std::move(done));
+  }
+
+ private:
+  Engine& engine_;
+  Time delay_;
+};
 
 inline const CommPayload& payload_of(const StepProgram& program, const Op& op) {
   return program.payloads[op.payload];
