@@ -254,11 +254,11 @@ TEST_CASE("moe-layer-freq integers and list expressions map to layer_freq or fir
 }
 
 TEST_CASE("every option not applied is named in a warning by kind") {
-  const MegatronImport imported =
-      import_text(kSmall +
-                  "--lr 3e-4 --distribute-saved-activations --frobnicate 3 --num-query-groups 2 --num-layers 4 "
-                  "--recompute-granularity full --recompute-method block --recompute-num-layers 1 "
-                  "--cross-entropy-fusion-impl te --recompute-modules mlp");
+  const MegatronImport imported = import_text(
+      kSmall +
+      "--lr 3e-4 --distribute-saved-activations --frobnicate 3 --num-query-groups 2 --num-layers 4 "
+      "--recompute-granularity full --recompute-method block --recompute-num-layers 1 "
+      "--cross-entropy-fusion-impl te --recompute-modules mlp");
   CHECK(warned(imported,
                "not modelled (they change step time or memory, wallsim ignores them): "
                "--distribute-saved-activations"));
