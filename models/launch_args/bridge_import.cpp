@@ -319,6 +319,7 @@ MegatronImport import_bridge(std::string_view text, const std::string& source,
 
 MegatronImport import_bridge_yaml(std::string_view text, const std::string& source,
                                   const MegatronImportOptions& options) {
+  require_utf8(text, source);
   try {
     return import_bridge(text, source, options);
   } catch (const YAML::Exception& e) {  // a node of an unexpected shape

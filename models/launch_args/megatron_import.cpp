@@ -139,6 +139,7 @@ MegatronImport import_megatron_words(const std::vector<ShellWord>& words, std::i
 
 MegatronImport import_megatron_args(std::string_view text, const std::string& source,
                                     const MegatronImportOptions& options) {
+  require_utf8(text, source);
   const LaunchCommand launch = read_launch_command(text, source);
   const std::int64_t num_gpus = gpu_count(launch, options, source);
   return import_megatron_words(launch.arguments, num_gpus, source, "Megatron-LM arguments", options,

@@ -8,6 +8,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace wallsim {
 
@@ -20,5 +21,10 @@ class InputError : public std::runtime_error {
   // A message already composed by the caller.
   explicit InputError(const std::string& message) : std::runtime_error(message) {}
 };
+
+// Throws InputError naming `source` and the line of the first byte sequence that is not
+// well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF). Text
+// read from a file must pass before any of it is carried into JSON.
+void require_utf8(std::string_view text, const std::string& source);
 
 }  // namespace wallsim

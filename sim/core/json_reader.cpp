@@ -67,9 +67,15 @@ bool JsonNode::is_number() const {
 }
 
 std::string JsonNode::repr() const {
-  std::string text = value_->dump();
+  // Replaces bytes that are not UTF-8 so that reporting a bad value cannot itself fail.
+  std::string text = value_->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   constexpr std::size_t kMax = 60;
-  if (text.size() > kMax) text = text.substr(0, kMax - 3) + "...";
+  if (text.size() > kMax) {
+    std::size_t cut = kMax - 3;
+    // Never cut a multi-byte character in two.
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    text = text.substr(0, cut) + "...";
+  }
   return text;
 }
 

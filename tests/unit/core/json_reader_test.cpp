@@ -85,3 +85,25 @@ TEST_CASE("a number too large for a double is bad input, not a crash", "[core][j
   CHECK_THROWS_WITH(parse_json_text("1e999", "big.json"),
                     Catch::StartsWith("big.json: invalid JSON"));
 }
+
+// RFC 3629: a lead byte 0xC0/0xC1 is an overlong two-byte form, 0xED 0xA0.. encodes a UTF-16
+// surrogate, 0xF4 0x90.. lies above U+10FFFF; a lone continuation byte (0x80) starts nothing.
+TEST_CASE("require_utf8 accepts well-formed text and names the line of the first bad byte",
+          "[core][utf8]") {
+  CHECK_NOTHROW(require_utf8("plain\n", "a.yaml"));
+  CHECK_NOTHROW(require_utf8("\xC3\xA9t\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", "a.yaml"));
+  CHECK_THROWS_WITH(
+      require_utf8("ok\nok\n\x80", "a.yaml"),
+      Catch::Matchers::Contains("a.yaml:3") && Catch::Matchers::Contains("not UTF-8 (byte 7)"));
+  CHECK_THROWS_AS(require_utf8("\xC0\xAF", "a"), InputError);          // overlong '/'
+  CHECK_THROWS_AS(require_utf8("\xED\xA0\x80", "a"), InputError);      // surrogate U+D800
+  CHECK_THROWS_AS(require_utf8("\xF4\x90\x80\x80", "a"), InputError);  // U+110000
+  CHECK_THROWS_AS(require_utf8("\xE2\x82", "a"), InputError);          // cut short
+}
+
+TEST_CASE("an error about a string that is not UTF-8 is still reported", "[core][json]") {
+  json doc;
+  doc["name"] = std::string("bad\xFF");  // nlohmann::json holds the bytes; dump() would throw
+  JsonObject root(JsonNode(doc, "x.json", ""));
+  CHECK_THROWS_WITH(root.choice("name", {"ring"}), Catch::Matchers::Contains("x.json: name"));
+}

@@ -166,3 +166,10 @@ TEST_CASE("a Bridge config without the GPU count, a model, or valid YAML is refu
   CHECK_THROWS_WITH(import_bridge_yaml("- 1\n", "c.yaml", gpus(4)),
                     Contains("must be a YAML mapping"));
 }
+
+// The model section's fixed fields fill lines 1-19 of container(), so the extra line is line 20.
+TEST_CASE("a ConfigContainer that is not UTF-8 is rejected with its line", "[import][bridge]") {
+  const std::string text = container("  name: caf\xE9\n");  // Latin-1, not UTF-8
+  CHECK_THROWS_WITH(import_bridge_yaml(text, "c.yaml", gpus(8)),
+                    Contains("c.yaml:20") && Contains("not UTF-8"));
+}

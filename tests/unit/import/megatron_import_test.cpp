@@ -399,3 +399,9 @@ TEST_CASE("Megatron-FSDP's sharding strategy and CPU offloading map to their run
   CHECK(warned(import_text(kSmall + "--cpu-offloading --cpu-offloading-num-layers 1"),
                "not the 1 of --cpu-offloading-num-layers"));
 }
+
+TEST_CASE("a launch line that is not UTF-8 is rejected, not carried into the config") {
+  CHECK_THROWS_WITH(
+      import_text(kSmall + "--tokenizer-model caf\xE9.model"),
+      Catch::Matchers::Contains("args.txt:1") && Catch::Matchers::Contains("not UTF-8"));
+}
