@@ -127,6 +127,10 @@ void read_sections(JsonObject& top, const Sources& sources, RunConfig& config) {
   config.training = parse_training_spec(training);
   reconcile_data_sharding(training, parallel, config);
   if (auto node = top.find("simulation")) config.simulation = parse_simulation_spec(*node);
+  if (auto node = top.find("variability")) {
+    config.variability =
+        parse_variability_spec(*node, config.num_gpus, config.cluster.gpus_per_node);
+  }
   read_calibration(top, config);
   top.string_or("description", "");
 }

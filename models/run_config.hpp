@@ -20,6 +20,7 @@
 #include "models/model_spec.hpp"
 #include "models/parallel_spec.hpp"
 #include "models/training_spec.hpp"
+#include "models/variability_spec.hpp"
 #include "sim/network/topology/cluster_spec.hpp"
 
 namespace wallsim::models {
@@ -34,6 +35,7 @@ struct RunConfig {
   ParallelSpec parallel;
   TrainingSpec training;
   SimulationSpec simulation;
+  VariabilitySpec variability;  // not enabled unless the config has the section
   // Calibration profile: a resolved path, or an inline object, or neither (then the shipped
   // profile of cluster.gpu applies).
   std::string calibration_path;

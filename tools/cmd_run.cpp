@@ -1,11 +1,14 @@
 // `wallsim run CONFIG|--megatron-args FILE [--out DIR] [--json] [--set k=v] [--trace-ranks
-// LIST|all] [--sensitivity]`: simulate one training step; with --out write summary.json,
-// timeline.json, trace.json and report.html into DIR.
+// LIST|all] [--sensitivity] [--samples N [--jobs J]]`: simulate one training step (with
+// --samples, N seeded steps of a run with variability, reporting their spread); with --out write
+// summary.json, timeline.json, trace.json and report.html into DIR.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -14,6 +17,7 @@
 #include "models/run/report_data.hpp"
 #include "models/run/simulate.hpp"
 #include "models/run/what_if.hpp"
+#include "sim/core/input_error.hpp"
 #include "sim/report/html_report.hpp"
 #include "sim/report/summary_writers.hpp"
 #include "sim/report/timeline.hpp"
@@ -30,6 +34,8 @@ struct RunOptions {
   std::string out_dir;
   std::string trace_ranks;
   bool sensitivity = false;
+  int samples = 1;
+  int jobs = 0;
 };
 
 void write_outputs(const models::RunConfig& config, const models::SimulationResult& result,
@@ -67,7 +73,27 @@ int run(const RunOptions& options) {
   spdlog::info("simulating {} on {} GPUs ({} fidelity, {} network)", config.model.name,
                config.num_gpus, models::to_string(config.simulation.fidelity),
                config.simulation.network);
-  auto result = models::simulate(config, profile.gpu, profile.comm);
+  models::SimulationResult result;
+  if (options.samples > 1) {
+    if (!config.variability.active()) {
+      throw InputError("--samples", "", std::to_string(options.samples),
+                       "needs a `variability` section with noise or stragglers in the run config "
+                       "(without one every sample is the same step)");
+    }
+    const int jobs = options.jobs > 0
+                         ? options.jobs
+                         : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+    spdlog::info("replaying {} sampled steps, {} at a time", options.samples, jobs);
+    const int every = std::max(1, options.samples / 10);
+    result = models::simulate_samples(config, profile.gpu, profile.comm, options.samples, jobs,
+                                      [&](int done) {
+                                        if (done % every == 0 || done == options.samples) {
+                                          spdlog::info("  {}/{} samples", done, options.samples);
+                                        }
+                                      });
+  } else {
+    result = models::simulate(config, profile.gpu, profile.comm);
+  }
   log_notes(result.summary.notes);
   const auto trace_ranks = models::select_trace_ranks(
       result.program, options.trace_ranks, config.simulation.fidelity == models::Fidelity::kFull);
@@ -102,6 +128,13 @@ void add_run_command(CLI::App& app, CommandSet& commands) {
   sub->add_option("--trace-ranks", options->trace_ranks,
                   "Ranks in trace.json: global ranks and ranges (0,8-15) or 'all' (default: one "
                   "per stage in symmetric fidelity, up to 64 ranks in full)");
+  sub->add_option("--samples", options->samples,
+                  "Replay N seeded steps of a run with a `variability` section and report p10, "
+                  "p50, p90 (the summary and report describe the median step)")
+      ->check(CLI::Range(1, 1000000));
+  sub->add_option("--jobs,-j", options->jobs,
+                  "Threads for --samples (default: all cores; results do not depend on it)")
+      ->check(CLI::Range(1, 4096));
   sub->add_flag("--sensitivity", options->sensitivity,
                 "Re-simulate with ±10% NVLink, IB, GEMM efficiency and HBM bandwidth");
   sub->callback([options, &commands] { commands.action = [options] { return run(*options); }; });

@@ -1,13 +1,72 @@
 #include "models/run/simulate.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "models/run/network_comm_service.hpp"
 #include "models/run/report_data.hpp"
 #include "models/run/summarize.hpp"
+#include "models/run/variability.hpp"
 #include "sim/network/model/network_model.hpp"
 
 namespace wallsim::models {
+namespace {
+
+// Replays `program` (sample `sample` of a varied run) and summarizes it; with `result` the
+// replay and the communication report are kept there.
+RunSummary replay_step(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
+                       const StepProgram& program, std::uint64_t sample, SimulationResult* result) {
+  Engine engine;
+  engine.set_event_budget(static_cast<std::uint64_t>(config.simulation.max_events));
+  const Topology topology(config.cluster, static_cast<int>(config.num_gpus));
+  auto network =
+      make_network_model(config.simulation.network, engine, effective_capacities(topology, comm),
+                         config.file, "simulation.network");
+  NetworkCommService network_comm(engine, topology, comm, *network, program);
+  const VariabilitySpec& variability = config.variability;
+  std::unique_ptr<VariedDurations> durations;
+  std::unique_ptr<JitteredComm> jittered;
+  CommService* service = &network_comm;
+  if (variability.active()) {
+    durations = std::make_unique<VariedDurations>(
+        variability, program,
+        rank_slowdowns(variability, program, config.cluster.gpus_per_node, sample), sample);
+    jittered = std::make_unique<JitteredComm>(engine, network_comm, variability, sample);
+    service = jittered.get();
+  }
+  Replay replay(engine, program.graphs, program.groups, *service, InvariantPolicy::kThrow,
+                durations.get());
+  ReplayResult replayed;
+  try {
+    replayed = replay.run();
+  } catch (const EventBudgetExceeded& e) {
+    throw EventBudgetExceeded(e.budget(), e.at(),
+                              "simulation.max_events = " + std::to_string(e.budget()) + ": " +
+                                  e.what() + "; raise it, or set 0 for no limit");
+  }
+  RunSummary summary = summarize(config, gpu, program, replayed);
+  if (variability.active()) {
+    summary.notes.push_back(
+        "variability: sample " + std::to_string(sample) + " of seed " +
+        std::to_string(variability.seed) +
+        (config.simulation.fidelity == Fidelity::kSymmetric
+             ? "; each of the " + std::to_string(program.graphs.size()) +
+                   " replayed ranks runs at the pace of the slowest member of its class"
+             : std::string()));
+  }
+  if (result) {
+    add_communication_report(summary, config, program, topology,
+                             effective_capacities(topology, comm), network->link_bytes());
+    result->replay = std::move(replayed);
+  }
+  return summary;
+}
+
+}  // namespace
 
 Profile run_profile(const RunConfig& config) {
   if (config.calibration_inline) {
@@ -22,28 +81,51 @@ SimulationResult simulate(const RunConfig& config) {
   return simulate(config, profile.gpu, profile.comm);
 }
 
-SimulationResult simulate(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm) {
+SimulationResult simulate(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
+                          std::uint64_t sample) {
   SimulationResult result;
   result.program = build_step(config, GpuModel(gpu), config.simulation.fidelity);
+  result.summary = replay_step(config, gpu, comm, result.program, sample, &result);
+  return result;
+}
 
-  Engine engine;
-  engine.set_event_budget(static_cast<std::uint64_t>(config.simulation.max_events));
-  const Topology topology(config.cluster, static_cast<int>(config.num_gpus));
-  auto network =
-      make_network_model(config.simulation.network, engine, effective_capacities(topology, comm),
-                         config.file, "simulation.network");
-  NetworkCommService service(engine, topology, comm, *network, result.program);
-  Replay replay(engine, result.program.graphs, result.program.groups, service);
-  try {
-    result.replay = replay.run();
-  } catch (const EventBudgetExceeded& e) {
-    throw EventBudgetExceeded(e.budget(), e.at(),
-                              "simulation.max_events = " + std::to_string(e.budget()) + ": " +
-                                  e.what() + "; raise it, or set 0 for no limit");
-  }
-  result.summary = summarize(config, gpu, result.program, result.replay);
-  add_communication_report(result.summary, config, result.program, topology,
-                           effective_capacities(topology, comm), network->link_bytes());
+SimulationResult simulate_samples(const RunConfig& config, const GpuProfile& gpu,
+                                  const CommProfile& comm, int samples, int jobs,
+                                  const std::function<void(int)>& progress) {
+  SimulationResult result;
+  result.program = build_step(config, GpuModel(gpu), config.simulation.fidelity);
+  for (const auto& graph : result.program.graphs) graph.prepare();  // before the threads read it
+  std::vector<RunSummary> summaries(static_cast<std::size_t>(std::max(samples, 1)));
+  std::atomic<std::size_t> next{0};
+  std::mutex report;
+  int done = 0;
+  std::exception_ptr failure;
+  const auto worker = [&] {
+    for (std::size_t i = next++; i < summaries.size(); i = next++) {
+      try {
+        summaries[i] = replay_step(config, gpu, comm, result.program, i, nullptr);
+      } catch (...) {
+        const std::lock_guard lock(report);
+        if (!failure) failure = std::current_exception();
+        next = summaries.size();
+        return;
+      }
+      const std::lock_guard lock(report);
+      ++done;
+      if (progress) progress(done);
+    }
+  };
+  const auto threads = static_cast<std::size_t>(std::clamp(jobs, 1, samples));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& thread : pool) thread.join();
+  if (failure) std::rethrow_exception(failure);
+
+  const StepDistribution distribution = distribution_of(summaries);
+  const auto median = static_cast<std::uint64_t>(distribution.median_sample);
+  result.summary = replay_step(config, gpu, comm, result.program, median, &result);
+  result.summary.distribution = distribution;
   return result;
 }
 

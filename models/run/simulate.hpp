@@ -2,6 +2,9 @@
 // engine with communication timed by a network model, and summarize.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+
 #include "calibration/profile.hpp"
 #include "models/run_config.hpp"
 #include "models/step/step_program.hpp"
@@ -23,10 +26,20 @@ struct SimulationResult {
 Profile run_profile(const RunConfig& config);
 
 // Throws InputError for configs the simulator cannot express, ReplayStuck when the step cannot
-// finish.
-SimulationResult simulate(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm);
+// finish. With an active `variability` section the step is sample `sample` of the run (the
+// same sample always replays the same step).
+SimulationResult simulate(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
+                          std::uint64_t sample = 0);
 
 // The same with the run's own calibration profile (run_profile).
 SimulationResult simulate(const RunConfig& config);
+
+// `samples` seeded steps of a run with variability, `jobs` at a time (the result does not depend
+// on `jobs`): the median sample simulated in full, its summary carrying the distribution of all.
+// `progress` is called after each sample with the number done (from the worker threads, one
+// call at a time). The step program is built once and shared by every replay.
+SimulationResult simulate_samples(const RunConfig& config, const GpuProfile& gpu,
+                                  const CommProfile& comm, int samples, int jobs,
+                                  const std::function<void(int)>& progress = {});
 
 }  // namespace wallsim::models

@@ -190,6 +190,10 @@ std::size_t OpGraph::comm_count() const {
   return body_->index().comm_count;
 }
 
+void OpGraph::prepare() const {
+  body_->index();
+}
+
 OpGraph::DependentIndex OpGraph::dependent_index() const {
   const auto& ix = body_->index();
   return {ix.dependent_begin, ix.dependents};

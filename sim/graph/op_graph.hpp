@@ -80,6 +80,10 @@ class OpGraph {
     std::span<const OpIndex> dependents;
   };
   DependentIndex dependent_index() const;
+  // Builds the derived tables above now. They are otherwise built on first use after a change,
+  // which is not thread-safe: threads that read one graph concurrently (several replays of one
+  // program) need it prepared first.
+  void prepare() const;
   std::span<const std::uint32_t> comm_positions() const;
   // Host issue: host_issued[i] is the host cost of ops 0..i summed (Op::host_cost), so with no
   // synchronisation in between the host finishes issuing op i at host_issued[i] after it

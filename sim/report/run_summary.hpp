@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,22 @@ struct FitCandidate {
   std::string note;
 };
 
+// p10, p50, p90 and mean of one quantity over the sampled steps (seconds).
+struct Percentiles {
+  double p10 = 0, p50 = 0, p90 = 0, mean = 0;
+};
+
+// Many seeded steps of a varied run (`wallsim run --samples N`): their spread and how often
+// each wall bound. The rest of the summary describes the median sample.
+struct StepDistribution {
+  int samples = 0;
+  int median_sample = 0;  // the sample nearest p50 of step time (lowest index among ties)
+  Percentiles step;
+  std::array<Percentiles, kCommGroupCount> exposed_comm;  // by communication group
+  Percentiles bubble;
+  double compute_binding = 0, communication_binding = 0, memory_binding = 0;  // shares
+};
+
 struct RunSummary {
   std::string model_name;
   std::string cluster_name;
@@ -159,7 +176,8 @@ struct RunSummary {
   std::vector<Sensitivity> sensitivities;        // empty unless asked for
   std::vector<FitCandidate> fit_suggestions;     // empty when the layout fits
   KernelRates kernel_rates;
-  std::vector<KernelFamily> kernel_families;  // every family, by time descending, ties by name
+  std::vector<KernelFamily> kernel_families;     // every family, by time descending, ties by name
+  std::optional<StepDistribution> distribution;  // --samples N with variability
   std::vector<std::string> notes;
 };
 

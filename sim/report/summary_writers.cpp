@@ -138,6 +138,30 @@ json what_if_json(const RunSummary& s) {
   return {{"sensitivities", sensitivities}, {"fit_suggestions", fits}};
 }
 
+json percentiles_json(const Percentiles& p) {
+  return {{"p10_s", p.p10}, {"p50_s", p.p50}, {"p90_s", p.p90}, {"mean_s", p.mean}};
+}
+
+// summary.json's `distribution`: step time percentiles at the top level, the same for each
+// exposed communication group and the bubble, and the share of samples each wall bound.
+json distribution_json(const StepDistribution& d) {
+  json document = percentiles_json(d.step);
+  document["samples"] = d.samples;
+  document["median_sample"] = d.median_sample;
+  json exposed = json::object();
+  for (const OpCategoryInfo& info : kOpCategories) {
+    if (info.communication) {
+      exposed[info.name] = percentiles_json(d.exposed_comm[static_cast<std::size_t>(info.slot)]);
+    }
+  }
+  document["exposed_comm_s"] = exposed;
+  document["bubble_s"] = percentiles_json(d.bubble);
+  document["binding_share"] = {{"compute", d.compute_binding},
+                               {"communication", d.communication_binding},
+                               {"memory", d.memory_binding}};
+  return document;
+}
+
 std::string gib(double bytes) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
@@ -230,6 +254,7 @@ void write_summary_json(const RunSummary& s, std::ostream& out) {
       {"communication", communication_json(s)},
       {"notes", s.notes}};
   document.update(what_if_json(s));
+  if (s.distribution) document["distribution"] = distribution_json(*s.distribution);
   out << document.dump(2) << "\n";
 }
 
@@ -237,6 +262,16 @@ void write_summary_text(const RunSummary& s, std::ostream& out) {
   out << s.model_name << " on " << s.num_gpus << " GPUs (" << s.cluster_name << "), " << s.layout
       << "\n";
   out << line("  step time          %10.3f s\n", s.iteration_time_s);
+  if (const auto& d = s.distribution) {
+    out << "  over " << d->samples
+        << " sampled steps:" << line(" p10 %.3f s, p50 %.3f s", d->step.p10, d->step.p50)
+        << line(", p90 %.3f s, mean %.3f s", d->step.p90, d->step.mean) << " (this is sample "
+        << d->median_sample << ", the median)\n";
+    out << "    binding wall in"
+        << line(" %.0f%% compute, %.0f%% communication", 100 * d->compute_binding,
+                100 * d->communication_binding)
+        << line(", %.0f%% memory of the samples\n", 100 * d->memory_binding);
+  }
   out << line("  tokens/s per GPU   %10.1f\n", s.tokens_per_s_per_gpu);
   out << line("  model TFLOP/s/GPU  %10.1f   MFU %.1f%%\n", s.model_tflops_per_gpu, 100 * s.mfu);
   out << "  memory per stage (analytical peak / simulated peak, of " << gib(s.hbm_bytes)

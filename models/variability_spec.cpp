@@ -1,0 +1,72 @@
+#include "models/variability_spec.hpp"
+
+#include <string>
+
+#include "sim/core/json_reader.hpp"
+
+namespace wallsim::models {
+namespace {
+
+// `kernel_cv`: one number for every compute kind, or an object by kind name.
+void read_kernel_cv(const JsonNode& node, VariabilitySpec& spec) {
+  if (node.is_number()) {
+    spec.kernel_cv.fill(node.as_number(0, 1));
+    return;
+  }
+  if (!node.is_object()) node.fail("must be a number in [0, 1] or an object by compute kind");
+  JsonObject kinds(node);
+  for (const auto& info : kOpCategories) {
+    if (info.communication) continue;
+    spec.kernel_cv[static_cast<std::size_t>(info.slot)] = kinds.number_or(info.name, 0, 0, 1);
+  }
+  kinds.finish();
+}
+
+Straggler read_straggler(const JsonNode& node, std::int64_t num_gpus, int gpus_per_node) {
+  JsonObject object(node);
+  Straggler straggler;
+  const bool by_rank = object.has("rank");
+  const bool by_node = object.has("node");
+  if (by_rank == by_node) node.fail("give exactly one of \"rank\" and \"node\"");
+  if (by_rank) {
+    straggler.rank = object.integer("rank", 0, num_gpus - 1);
+  } else {
+    const std::int64_t nodes = (num_gpus + gpus_per_node - 1) / gpus_per_node;
+    straggler.node = object.integer("node", 0, nodes - 1);
+  }
+  straggler.slowdown = object.number("slowdown", 1, 1000);
+  object.finish();
+  return straggler;
+}
+
+}  // namespace
+
+bool VariabilitySpec::random() const {
+  if (gpu_cv > 0 || step_cv > 0 || collective_jitter > 0) return true;
+  for (const double cv : kernel_cv) {
+    if (cv > 0) return true;
+  }
+  return false;
+}
+
+VariabilitySpec parse_variability_spec(const JsonNode& node, std::int64_t num_gpus,
+                                       int gpus_per_node) {
+  JsonObject object(node);
+  VariabilitySpec spec;
+  spec.enabled = true;
+  spec.seed = static_cast<std::uint64_t>(object.integer_or("seed", 0, 0));
+  if (auto kernel = object.find("kernel_cv")) read_kernel_cv(*kernel, spec);
+  spec.gpu_cv = object.number_or("gpu_cv", VariabilitySpec::kDefaultGpuCv, 0, 1);
+  spec.step_cv = object.number_or("step_cv", VariabilitySpec::kDefaultStepCv, 0, 1);
+  spec.collective_jitter = object.number_or("collective_jitter", 0, 0, 10);
+  if (auto list = object.find("stragglers")) {
+    if (!list->is_array()) list->fail("must be an array of {\"rank\" or \"node\", \"slowdown\"}");
+    for (const auto& item : list->as_array()) {
+      spec.stragglers.push_back(read_straggler(item, num_gpus, gpus_per_node));
+    }
+  }
+  object.finish();
+  return spec;
+}
+
+}  // namespace wallsim::models

@@ -1,0 +1,233 @@
+// Varied steps (the run config's `variability`, models/run/variability.hpp): a section that
+// draws nothing changes nothing; noise can only lengthen a synchronised step, by the expected
+// maximum over the ranks that meet; a straggler slows its group by its own slowdown; samples do
+// not depend on the threads that replay them.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "calibration/profile.hpp"
+#include "models/run/simulate.hpp"
+#include "models/run/variability.hpp"
+#include "sim/core/input_error.hpp"
+#include "sim/report/summary_writers.hpp"
+#include "tests/unit/graph/fake_comm.hpp"
+
+using namespace wallsim;
+using namespace wallsim::models;
+using nlohmann::json;
+
+namespace {
+
+Time ms(double v) {
+  return Time::from_us(1000 * v);
+}
+
+// A toy data-parallel loop on `ranks` GPUs: `iterations` times, a GEMM of `compute` then an
+// all-reduce of every rank (timed by loop_step; on the same stream, so the next GEMM waits).
+StepProgram all_reduce_loop(int ranks, int iterations, Time compute) {
+  StepProgram program;
+  program.graphs.resize(static_cast<std::size_t>(ranks));
+  program.groups.push_back({});
+  for (int r = 0; r < ranks; ++r) {
+    program.groups[0].push_back(r);
+    program.global_rank.push_back(r);
+    program.class_offsets.push_back({0});
+    for (int i = 0; i < iterations; ++i) {
+      Op gemm = test::compute(compute, 0);
+      gemm.category = category_code(OpCategory::kGemm);
+      program.graphs[static_cast<std::size_t>(r)].add(gemm);
+      program.graphs[static_cast<std::size_t>(r)].add(test::collective(0, 0));
+    }
+  }
+  return program;
+}
+
+// The toy's step in sample `sample` under `spec`.
+double loop_step(const StepProgram& program, const VariabilitySpec& spec, Time reduce,
+                 std::uint64_t sample) {
+  Engine engine;
+  test::FixedDelayComm comm(engine, reduce, reduce);
+  VariedDurations durations(spec, program, rank_slowdowns(spec, program, 8, sample), sample);
+  Replay replay(engine, program.graphs, program.groups, comm, InvariantPolicy::kThrow, &durations);
+  return replay.run().end.seconds();
+}
+
+// E[max of n lognormals of mean 1 and coefficient of variation cv]: the integral over z of
+// exp(sigma z - sigma^2 / 2) times the density of the largest of n standard normals,
+// n phi(z) Phi(z)^(n-1) (trapezoid rule on [-8, 8], 16,001 points).
+double expected_max(int n, double cv) {
+  const double sigma = std::sqrt(std::log1p(cv * cv));
+  const int points = 16001;
+  const double step = 16.0 / (points - 1);
+  double sum = 0;
+  for (int i = 0; i < points; ++i) {
+    const double z = -8 + step * i;
+    const double phi = std::exp(-z * z / 2) / std::sqrt(2 * M_PI);
+    const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
+    const double f = std::exp(sigma * z - sigma * sigma / 2) * n * phi * std::pow(cdf, n - 1);
+    sum += (i == 0 || i == points - 1 ? 0.5 : 1.0) * f;
+  }
+  return sum * step;
+}
+
+std::string summary_text(const RunSummary& summary) {
+  std::ostringstream out;
+  write_summary_json(summary, out);
+  return out.str();
+}
+
+RunConfig example(const std::vector<std::string>& overrides) {
+  return load_run_config(std::string(WALLSIM_SOURCE_ROOT) + "/configs/examples/llama3-8b-8gpu.json",
+                         overrides);
+}
+
+}  // namespace
+
+TEST_CASE("a variability section that draws nothing replays the deterministic step bit for bit",
+          "[models][simulate][variability]") {
+  const RunConfig plain = example({});
+  const RunConfig zero = example({R"(variability={"seed": 7, "gpu_cv": 0, "step_cv": 0,
+      "kernel_cv": 0, "collective_jitter": 0, "stragglers": []})"});
+  REQUIRE(zero.variability.enabled);
+  REQUIRE_FALSE(zero.variability.active());
+  CHECK(summary_text(simulate(zero).summary) == summary_text(simulate(plain).summary));
+}
+
+TEST_CASE("kernel noise lengthens a synchronised loop by the expected maximum over its ranks",
+          "[models][simulate][variability]") {
+  // Each iteration waits for the slowest of n GEMMs, so the step is
+  // L (C E[max of n lognormals] + A); with cv = 0.1 that maximum is 1.056 for n = 2, 1.149 for
+  // n = 8 and 1.225 for n = 32 (expected_max). 40 samples of 50 iterations give 2,000 maxima
+  // each; the check allows 4 standard errors of the sample mean.
+  VariabilitySpec spec;
+  spec.enabled = true;
+  spec.seed = 11;
+  spec.kernel_cv.fill(0.1);
+  const Time compute = ms(1);
+  const Time reduce = ms(0.5);
+  const int iterations = 50;
+  const int samples = 40;
+  double previous = 0;
+  for (const int n : {2, 8, 32}) {
+    const StepProgram program = all_reduce_loop(n, iterations, compute);
+    const double noiseless = iterations * (compute + reduce).seconds();
+    std::vector<double> steps;
+    for (int s = 0; s < samples; ++s) {
+      steps.push_back(loop_step(program, spec, reduce, static_cast<std::uint64_t>(s)));
+    }
+    const Percentiles p = percentiles(steps);
+    double variance = 0;
+    for (const double x : steps) variance += (x - p.mean) * (x - p.mean);
+    const double standard_error = std::sqrt(variance / (samples - 1) / samples);
+    const double expected =
+        iterations * (compute.seconds() * expected_max(n, 0.1) + reduce.seconds());
+    INFO("n = " << n << ": mean " << p.mean << " s, expected " << expected << " s");
+    CHECK(p.mean >= noiseless);
+    CHECK(std::abs(p.mean - expected) < 4 * standard_error);
+    CHECK(p.mean > previous);  // more ranks to wait for, a longer step
+    previous = p.mean;
+  }
+  // Second order in sigma = sqrt(ln 1.01): 1 + sigma E[Z] + sigma^2 (E[Z^2] - 1) / 2 with the
+  // largest of 8 standard normals' E[Z] = 1.4236 and E[Z^2] = 2.3997: 1.1490.
+  CHECK(expected_max(8, 0.1) == Approx(1.1490).epsilon(0.001));
+}
+
+TEST_CASE(
+    "a 2x straggler in an all-reduce-bound data-parallel group costs one more GEMM per "
+    "iteration",
+    "[models][simulate][variability]") {
+  // Four ranks, GEMM 1 ms then an all-reduce of 3 ms, ten times: 40 ms. Rank 2 at half speed
+  // reaches each all-reduce 1 ms late and the others wait for it: 10 x (2 + 3) = 50 ms.
+  VariabilitySpec spec;
+  spec.enabled = true;
+  spec.gpu_cv = 0;
+  spec.step_cv = 0;
+  spec.stragglers.push_back({2, std::nullopt, 2.0});
+  const StepProgram program = all_reduce_loop(4, 10, ms(1));
+  CHECK(loop_step(program, VariabilitySpec{}, ms(3), 0) == Approx(0.040));
+  CHECK(loop_step(program, spec, ms(3), 0) == Approx(0.050));
+}
+
+TEST_CASE("a straggler costs a symmetric replay what it costs a full one",
+          "[models][simulate][variability]") {
+  // Llama 3 8B, tp2 dp4 on one node: rank 5 at 1.5x slows its class (every rank meets it at
+  // the gradient reduction and its TP peer at every TP collective). Symmetric fidelity runs
+  // the class at its slowest member's pace; full fidelity replays rank 5 itself.
+  const std::string straggler =
+      R"(variability={"gpu_cv": 0, "step_cv": 0, "stragglers": [{"rank": 5, "slowdown": 1.5}]})";
+  const double plain = simulate(example({})).summary.iteration_time_s;
+  const double symmetric = simulate(example({straggler})).summary.iteration_time_s;
+  const double full =
+      simulate(example({straggler, "simulation.fidelity=full"})).summary.iteration_time_s;
+  CHECK(symmetric == Approx(full).epsilon(0.01));
+  // Compute is ~90% of this step and communication is not slowed: between 1.3x and 1.5x.
+  CHECK(symmetric > 1.3 * plain);
+  CHECK(symmetric < 1.5 * plain);
+}
+
+TEST_CASE("sampled steps do not depend on the number of threads that replay them",
+          "[models][simulate][variability]") {
+  const RunConfig config = example({R"(variability={"seed": 3, "kernel_cv": 0.05,
+      "collective_jitter": 0.2})",
+                                    "simulation.fidelity=full"});
+  const Profile profile = run_profile(config);
+  const SimulationResult one = simulate_samples(config, profile.gpu, profile.comm, 6, 1);
+  const SimulationResult three = simulate_samples(config, profile.gpu, profile.comm, 6, 3);
+  REQUIRE(one.summary.distribution);
+  CHECK(one.summary.distribution->samples == 6);
+  CHECK(summary_text(one.summary) == summary_text(three.summary));
+  // The spread is real, and the summary describes the median sample.
+  const StepDistribution& d = *one.summary.distribution;
+  CHECK(d.step.p90 > d.step.p10);
+  CHECK(d.step.p10 <= d.step.p50);
+  CHECK(d.compute_binding + d.communication_binding + d.memory_binding == Approx(1));
+  const double noiseless = simulate(example({"simulation.fidelity=full"})).summary.iteration_time_s;
+  CHECK(d.step.mean > noiseless);
+}
+
+TEST_CASE("percentiles interpolate between order statistics", "[models][simulate][variability]") {
+  // numpy.percentile([1, 2, 3, 4, 5], [10, 50, 90]) = [1.4, 3, 4.6].
+  const Percentiles p = percentiles({5, 1, 4, 2, 3});
+  CHECK(p.p10 == Approx(1.4));
+  CHECK(p.p50 == Approx(3));
+  CHECK(p.p90 == Approx(4.6));
+  CHECK(p.mean == Approx(3));
+}
+
+TEST_CASE("a lognormal factor has mean 1 and the coefficient of variation asked for",
+          "[models][simulate][variability]") {
+  // 200,000 keyed draws: the sample mean within 4 standard errors (cv / sqrt(n) = 0.00045) of
+  // 1 and the sample cv within 2% of 0.2.
+  const int n = 200000;
+  double sum = 0, squares = 0;
+  for (int i = 0; i < n; ++i) {
+    const double f = lognormal_factor(0.2, keyed_normal(5, {9, static_cast<std::uint64_t>(i)}));
+    sum += f;
+    squares += f * f;
+  }
+  const double mean = sum / n;
+  const double cv = std::sqrt(squares / n - mean * mean) / mean;
+  CHECK(std::abs(mean - 1) < 4 * 0.2 / std::sqrt(n));
+  CHECK(cv == Approx(0.2).epsilon(0.02));
+  CHECK(lognormal_factor(0, 3.0) == 1);
+}
+
+TEST_CASE("variability refuses stragglers it cannot place", "[models][simulate][variability]") {
+  CHECK_THROWS_WITH(example({R"(variability={"stragglers": [{"rank": 8, "slowdown": 2}]})"}),
+                    Catch::Contains("variability.stragglers[0].rank = 8"));
+  CHECK_THROWS_WITH(
+      example({R"(variability={"stragglers": [{"rank": 1, "node": 0, "slowdown": 2}]})"}),
+      Catch::Contains("exactly one of"));
+  CHECK_THROWS_WITH(example({R"(variability={"stragglers": [{"node": 1, "slowdown": 2}]})"}),
+                    Catch::Contains("variability.stragglers[0].node = 1"));
+  CHECK_THROWS_WITH(example({R"(variability={"stragglers": [{"rank": 1, "slowdown": 0.5}]})"}),
+                    Catch::Contains("slowdown = 0.5"));
+  CHECK_THROWS_WITH(example({R"(variability={"kernel_cv": {"gemmm": 0.1}})"}),
+                    Catch::Contains("gemmm"));
+}
