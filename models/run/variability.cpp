@@ -164,6 +164,7 @@ StepDistribution distribution_of(const std::vector<RunSummary>& samples) {
     return percentiles(std::move(values));
   };
   d.step = collect([](const RunSummary& s) { return s.iteration_time_s; });
+  for (const auto& s : samples) d.step_s.push_back(s.iteration_time_s);
   for (int g = 0; g < kCommGroupCount; ++g) {
     d.exposed_comm[static_cast<std::size_t>(g)] = collect(
         [g](const RunSummary& s) { return s.time.exposed_comm_s[static_cast<std::size_t>(g)]; });

@@ -139,6 +139,7 @@ struct StepDistribution {
   std::array<Percentiles, kCommGroupCount> exposed_comm;  // by communication group
   Percentiles bubble;
   double compute_binding = 0, communication_binding = 0, memory_binding = 0;  // shares
+  std::vector<double> step_s;  // every sample's step time, by sample number
 };
 
 struct RunSummary {

@@ -142,8 +142,9 @@ json percentiles_json(const Percentiles& p) {
   return {{"p10_s", p.p10}, {"p50_s", p.p50}, {"p90_s", p.p90}, {"mean_s", p.mean}};
 }
 
-// summary.json's `distribution`: step time percentiles at the top level, the same for each
-// exposed communication group and the bubble, and the share of samples each wall bound.
+// summary.json's `distribution`: step time percentiles at the top level, every sample's step
+// time, the same percentiles for each exposed communication group and the bubble, and the share
+// of samples each wall bound.
 json distribution_json(const StepDistribution& d) {
   json document = percentiles_json(d.step);
   document["samples"] = d.samples;
@@ -156,6 +157,7 @@ json distribution_json(const StepDistribution& d) {
   }
   document["exposed_comm_s"] = exposed;
   document["bubble_s"] = percentiles_json(d.bubble);
+  document["steps_s"] = d.step_s;
   document["binding_share"] = {{"compute", d.compute_binding},
                                {"communication", d.communication_binding},
                                {"memory", d.memory_binding}};

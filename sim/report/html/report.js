@@ -167,6 +167,34 @@ function kernelFamilies() {
     more > 0 ? el("p", { class: "note", text: `${more} more ${more === 1 ? "family" : "families"} (${fmtS(families.slice(KERNEL_ROWS).reduce((a, f) => a + f.time_s, 0))} together) in summary.json, compute.kernel_families.` }) : null));
 }
 
+// With --samples: a histogram of the sampled step times with p10, p50 and p90 marked.
+function distribution() {
+  const D = S.distribution;
+  if (!D) return null;
+  const steps = D.steps_s, lo = Math.min(...steps), hi = Math.max(...steps);
+  const bins = Math.max(1, Math.min(30, Math.ceil(Math.sqrt(steps.length))));
+  const width = (hi - lo) / bins || 1;
+  const counts = new Array(bins).fill(0);
+  for (const x of steps) counts[Math.min(bins - 1, Math.floor((x - lo) / width))]++;
+  const W = 640, H = 150, top = 14, bottom = 30, most = Math.max(...counts);
+  const xOf = (t) => 20 + ((t - lo) / (hi - lo || 1)) * (W - 40);
+  const plot = svg("svg", { width: "100%", height: H, viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "xMinYMid meet" });
+  counts.forEach((c, i) => {
+    const h = (c / most) * (H - top - bottom);
+    plot.append(svg("rect", { x: xOf(lo + i * width) + 1, y: H - bottom - h, width: Math.max(1, xOf(lo + width) - xOf(lo) - 2), height: h, fill: COLORS.ideal }));
+  });
+  plot.append(svg("line", { x1: 20, x2: W - 20, y1: H - bottom, y2: H - bottom, class: "axis" }));
+  for (const [name, t] of [["p10", D.p10_s], ["p50", D.p50_s], ["p90", D.p90_s]]) {
+    plot.append(svg("line", { x1: xOf(t), x2: xOf(t), y1: top - 4, y2: H - bottom, stroke: "#c0392b", "stroke-dasharray": "3 2" }));
+    plot.append(svg("text", { x: xOf(t) + 3, y: top + 2, text: `${name} ${fmtS(t)}` }));
+  }
+  plot.append(svg("text", { x: 20, y: H - 10, text: fmtS(lo) }), svg("text", { x: W - 20, y: H - 10, "text-anchor": "end", text: fmtS(hi) }));
+  const share = D.binding_share;
+  return section(`Step time over ${D.samples} sampled steps`, el("div", { class: "panel", id: "distribution" },
+    el("p", { class: "sub", text: `Mean ${fmtS(D.mean_s)}; the binding wall was compute in ${fmtPct(share.compute, 0)}, communication in ${fmtPct(share.communication, 0)} and memory in ${fmtPct(share.memory, 0)} of the samples. The rest of this page describes sample ${D.median_sample}, the median step.` }),
+    plot));
+}
+
 function sensitivities() {
   if (!S.sensitivities || !S.sensitivities.length) {
     return section("Sensitivities", el("p", { class: "sub", text: "Not computed: run with --sensitivity to re-simulate with ±10% NVLink, IB, GEMM efficiency and HBM bandwidth, half the host's issue cost and the next CUDA-graph scope." }));
@@ -190,7 +218,10 @@ function busiestLinks() {
 
 function render() {
   const app = document.getElementById("app");
-  app.append(header(), headline(), stepSplit(),
+  app.append(header(), headline());
+  const spread = distribution();
+  if (spread) app.append(spread);
+  app.append(stepSplit(),
     section("The three walls", el("div", { class: "walls" }, memoryWall(), commWall(), computeWall())), kernelFamilies());
   app.append(section("Timeline (representative ranks)", timelineView(TL)));
   app.append(section("Memory over time per stage", memoryChart(TL, S.memory.hbm_bytes)));
