@@ -24,6 +24,13 @@ double dropout_mask(const ModelSpec& m) {
   return m.hidden_dropout > 0 ? d(m.hidden) : 0.0;
 }
 
+// The projection's saved input per element: the core attention's bf16 output, which a fused
+// kernel keeps for its own backward, and the projection's quantized copy when there is one.
+double projection_input_bytes(const ActivationSetting& s) {
+  if (!s.quantized_gemm_inputs) return 2.0;
+  return (s.flash_attention ? 2.0 : 0.0) + s.gemm_input_bytes;
+}
+
 // Per token, the attention block: [replicated part, TP-sharded part].
 struct Split {
   double replicated = 0;
@@ -37,20 +44,21 @@ struct Split {
 Split mla_attention_per_token(const ModelSpec& m, const MlaSpec& mla, const ActivationSetting& s) {
   const double h = d(m.hidden);
   const double n = d(m.heads);
-  const double norm_outputs = s.recompute_norms ? 0.0 : 1.0;
+  // Norm outputs feed linear layers: saved as those layers' (possibly quantized) inputs.
+  const double norm_outputs = s.recompute_norms ? 0.0 : s.gemm_input_bytes;
   const double q_latent = mla.q_lora_rank ? d(*mla.q_lora_rank) : 0.0;
   const double kv_latent = d(mla.kv_lora_rank);
   Split a;
-  a.replicated = 2 * h /* norm input */ + norm_outputs * 2 * h /* down-projection input */ +
-                 dropout_mask(m) + 2 * q_latent + norm_outputs * 2 * q_latent /* q latent */ +
+  a.replicated = 2 * h /* norm input */ + norm_outputs * h /* down-projection input */ +
+                 dropout_mask(m) + 2 * q_latent + norm_outputs * q_latent /* q latent */ +
                  2 * (kv_latent + d(mla.qk_rope_head_dim)) +
-                 norm_outputs * 2 * kv_latent /* kv latent */;
+                 norm_outputs * kv_latent /* kv latent */;
   const double qk = n * d(mla.qk_head_dim + mla.qk_rope_head_dim);
   const double value = n * d(mla.v_head_dim);
   // Recomputing mla_up_proj re-derives Q, K, V from the latents in the backward: not kept.
   const double up_outputs = s.recompute_mla_up_proj ? 0.0 : 1.0;
-  a.sharded =
-      up_outputs * (2 * qk + 2 * qk + 2 * value) /* Q, K, V */ + 2 * value /* projection input */;
+  a.sharded = up_outputs * (2 * qk + 2 * qk + 2 * value) /* Q, K, V */ +
+              projection_input_bytes(s) * value /* projection input */;
   return a;
 }
 
@@ -72,9 +80,10 @@ Split attention_per_token(const ModelSpec& m, const ActivationSetting& s) {
   const double query = d(m.heads * m.head_dim);
   const double key_value = d(m.kv_heads * m.head_dim);
   Split a;
-  a.replicated =
-      2 * h /* norm input */ + (s.recompute_norms ? 0 : 2 * h) /* QKV input */ + dropout_mask(m);
-  a.sharded = 2 * query + 4 * key_value /* Q, K, V */ + 2 * query /* projection input */;
+  a.replicated = 2 * h /* norm input */ +
+                 (s.recompute_norms ? 0 : s.gemm_input_bytes * h) /* QKV input */ + dropout_mask(m);
+  a.sharded = 2 * query + 4 * key_value /* Q, K, V */ +
+              projection_input_bytes(s) * query /* projection input */;
   a.sharded += attention_scores_per_token(m, s);
   return a;
 }
@@ -82,18 +91,22 @@ Split attention_per_token(const ModelSpec& m, const ActivationSetting& s) {
 // The activation and FC2 inputs of an FFN `width` wide (per branch), per token, unsharded.
 double ffn_inner_per_token(const ModelSpec& m, const ActivationSetting& s, double width) {
   if (s.recompute_mlp) return 0.0;
-  return 2 * width * (m.gated() ? 2 : 1) /* act input */ + 2 * width /* FC2 input */;
+  return 2 * width * (m.gated() ? 2 : 1) /* act input */ +
+         s.gemm_input_bytes * width /* FC2 input */;
 }
 
-// Norm input, FC1 (or router) input and dropout mask: per token, replicated across TP.
-double mlp_replicated_per_token(const ModelSpec& m, const ActivationSetting& s) {
+// Norm input, FC1 (or router) input and dropout mask: per token, replicated across TP. The
+// router's input is the bf16 norm output (`input_bytes` 2); a dense FC1 keeps its GEMM input.
+double mlp_replicated_per_token(const ModelSpec& m, const ActivationSetting& s,
+                                double input_bytes) {
   const double h = d(m.hidden);
-  return 2 * h /* norm input */ + (s.recompute_norms ? 0 : 2 * h) /* FC1 input */ + dropout_mask(m);
+  return 2 * h /* norm input */ + (s.recompute_norms ? 0 : input_bytes * h) /* FC1 input */ +
+         dropout_mask(m);
 }
 
 Split mlp_per_token(const ModelSpec& m, const ActivationSetting& s) {
   Split a;
-  a.replicated = mlp_replicated_per_token(m, s);
+  a.replicated = mlp_replicated_per_token(m, s, s.gemm_input_bytes);
   a.sharded = ffn_inner_per_token(m, s, d(m.ffn_hidden));
   return a;
 }
@@ -135,10 +148,15 @@ double moe_mlp_bytes(const ModelSpec& m, const MoeSpec& moe, const ActivationSet
   const double balance = moe.capacity_factor ? 1.0 : busiest_ep_rank_factor(moe, s.ep);
   const double expert_rows = d(s.etp) * source_rows * balance;
   const double expert_width = d(moe.ffn_hidden) / d(s.etp);
-  double bytes = routed_tokens * (mlp_replicated_per_token(m, s) + router);
+  double bytes = routed_tokens * (mlp_replicated_per_token(m, s, 2.0) + router);
   bytes += source_rows * (2 * h /* expert outputs the combine keeps */ + 4 /* their probs */);
-  bytes += expert_rows * (2 * h /* FC1 input */ + ffn_inner_per_token(m, s, expert_width));
+  bytes += expert_rows *
+           (s.gemm_input_bytes * h /* FC1 input */ + ffn_inner_per_token(m, s, expert_width));
   bytes += tokens(s) * ffn_inner_per_token(m, s, d(moe.shared_ffn_hidden)) / d(s.tp);
+  if (s.quantized_gemm_inputs && moe.shared_ffn_hidden > 0 && !s.recompute_norms) {
+    // The shared experts' FC1 saves its own quantized copy of the norm output.
+    bytes += routed_tokens * s.gemm_input_bytes * h;
+  }
   return bytes;
 }
 
@@ -181,7 +199,23 @@ ActivationSetting activation_setting(const TrainingSpec& t, std::int64_t tp, std
   s.recompute_mla_up_proj = t.recomputes("mla_up_proj");
   s.flash_attention = t.flash_attention;
   s.logits_kept_bytes = cross_entropy_kernels(t.cross_entropy_fusion).kept_bytes_per_logit;
+  s.quantized_gemm_inputs = t.quantization != Quantization::kNone;
+  s.gemm_input_bytes = saved_gemm_input_bytes(t.quantization);
   return s;
+}
+
+double saved_gemm_input_bytes(Quantization quantization) {
+  switch (quantization) {
+    case Quantization::kNone:
+      return 2.0;
+    case Quantization::kFp8PerTensor:
+      return 1.0;  // one FP32 scale per tensor, not counted
+    case Quantization::kMxfp8:
+      return 1.0 + 1.0 / 32;  // an E8M0 scale per 32 elements
+    case Quantization::kNvfp4:
+      return 0.5 + 1.0 / 16;  // an E4M3 scale per 16 elements
+  }
+  return 2.0;
 }
 
 double layer_activation_bytes(const ModelSpec& m, const ActivationSetting& s) {

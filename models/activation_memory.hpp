@@ -24,6 +24,17 @@
 // (2·(r_kv + d_r), plus the kv-norm output 2·r_kv) sit with the norm-like replicated tensors;
 // Q and K are 2·n·(d_qk + d_r) and V 2·n·d_v per token, TP-sharded, the projection input 2·n·d_v.
 //
+// Quantized GEMM inputs (training.precision fp8, mxfp8, nvfp4; docs/reference/
+// activation_precision.md): Transformer Engine's linear modules save for the weight-gradient GEMM
+// the quantized copy of their input, not the bf16 one, at q bytes per element (fp8 1, mxfp8
+// 1 + 1/32 for its E8M0 block scales, nvfp4 0.5 + 1/16 for its E4M3 block scales). That applies
+// to the QKV, FC1 and FC2 inputs (the norm kernel and the activation kernel write them
+// quantized) and to routed experts' FC1 and FC2 inputs; the activation input stays bf16. The
+// projection's input is the core attention's output, which a fused attention kernel also keeps
+// in bf16 for its own backward: 2 + q bytes per element with a fused kernel, q without. An MoE
+// layer's router reads the bf16 norm output, which stays. In bf16 q = 2 and nothing is copied,
+// so every term above is unchanged.
+//
 // An MoE layer (Megatron-Core MoELayer with the all-to-all dispatcher; mechanics.md §4) keeps,
 // with T tokens per micro-batch on the rank and T_r = T/t routed per GPU with SP (T without):
 //   norm input, router input (the norm output) and dropout mask       as a dense MLP, per T_r
@@ -61,12 +72,20 @@ struct ActivationSetting {
   bool recompute_mla_up_proj = false;     // selective: mla_up_proj (Q, K, V not kept)
   bool flash_attention = true;
   double logits_kept_bytes = 4;  // per logit element the cross-entropy keeps (cross_entropy.hpp)
-  std::int64_t etp = 1;          // expert tensor parallelism (MoE layers)
-  std::int64_t ep = 1;           // expert parallelism (MoE layers)
+  // Bytes per element of a saved weight-gradient GEMM input: 2 (bf16, the tensor itself), or
+  // its quantized copy's bytes (saved_gemm_input_bytes below).
+  double gemm_input_bytes = 2;
+  bool quantized_gemm_inputs = false;
+  std::int64_t etp = 1;  // expert tensor parallelism (MoE layers)
+  std::int64_t ep = 1;   // expert parallelism (MoE layers)
 };
 
 ActivationSetting activation_setting(const TrainingSpec& training, std::int64_t tp, std::int64_t cp,
                                      bool sequence_parallel);
+
+// Bytes per element of the copy Transformer Engine saves of a GEMM input: 2 without
+// quantization, 1 for fp8, 1 + 1/32 for mxfp8, 0.5 + 1/16 for nvfp4.
+double saved_gemm_input_bytes(Quantization quantization);
 
 // Bytes one dense layer keeps for one micro-batch until its backward (every layer of a dense
 // model; the dense layers of an MoE model).

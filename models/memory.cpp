@@ -195,7 +195,8 @@ StageMemory stage_memory(const ModelSpec& model, const Layout& layout, const Tra
   };
   m.weights = per_param.weights * held(DataSharding::kParams);
   m.grads = per_param.grads * held(DataSharding::kGrads);
-  m.optimizer = 12.0 * held(DataSharding::kOptimizer);
+  m.optimizer =
+      optimizer_state_bytes_per_param(training.optimizer) * held(DataSharding::kOptimizer);
   const StageActivations activations = stage_activations(model, layout, training, stage);
   m.activations = activations.bytes;
   m.microbatches_in_flight = activations.in_flight;
@@ -292,7 +293,8 @@ std::int64_t expert_optimizer_shards(const Layout& layout, const TrainingSpec&) 
 StaticBytesPerParam static_bytes_per_param(const Layout& layout, const TrainingSpec& training) {
   StaticBytesPerParam b;
   b.grads = dtype_bytes(training.grad_reduce_dtype);
-  b.optimizer = 12.0 / d(optimizer_shards(layout, training));
+  b.optimizer =
+      optimizer_state_bytes_per_param(training.optimizer) / d(optimizer_shards(layout, training));
   return b;
 }
 

@@ -2,7 +2,8 @@
 //
 // Static bytes (Megatron-LM's mixed-precision Adam; megatron_formulas.md §2): bf16 weights
 // (2 bytes/param), fp32 main gradients (4; 2 with grad_reduce_dtype bf16), fp32 master weights
-// and Adam moments (12). With the distributed optimizer those 12 bytes are sharded over the
+// and Adam moments (12; fewer with the precision-aware optimizer's training.optimizer dtypes,
+// optimizer_precision.hpp). With the distributed optimizer those 12 bytes are sharded over the
 // DP×CP group, as Megatron really shards them (data-parallel group with context parallel);
 // Megatron's estimator divides by dp only (§5.1), so the two differ when cp > 1.
 // Stage s holds its layers (TP-sharded attention and MLP ÷ tp, norms whole); the first stage the
@@ -53,7 +54,7 @@ StageParameters stage_parameters(const ModelSpec& model, const Layout& layout, s
 struct StaticBytesPerParam {
   double weights = 2;
   double grads = 4;
-  double optimizer = 12;  // already ÷ the sharding factor
+  double optimizer = 12;  // master weights + Adam moments, already ÷ the sharding factor
 };
 
 // The sharding factor of optimizer state: dp·cp with the distributed optimizer, else 1.

@@ -97,6 +97,18 @@ void reconcile_data_sharding(const JsonNode& training, std::optional<JsonNode> p
   config.training.distributed_optimizer = sharded;
 }
 
+// Megatron's precision-aware optimizer runs only inside the distributed optimizer
+// (optimizer_config.py asserts use_distributed_optimizer).
+void check_precision_aware_optimizer(const JsonNode& training, const RunConfig& config) {
+  if (!config.training.optimizer.precision_aware || config.training.distributed_optimizer) return;
+  JsonObject(JsonObject(training).at("optimizer"))
+      .at("precision_aware")
+      .fail(
+          "needs the distributed optimizer (training.distributed_optimizer true or a "
+          "parallel.data_sharding that shards the optimizer state), as Megatron's "
+          "--use-precision-aware-optimizer does");
+}
+
 // placement.gpus_per_domain: the job's share of each NVLink domain, whole nodes, at most the
 // domain. Ranks fill that many GPUs of one domain before the next, as a scheduler does that
 // places a job on 16 of an NVL72 rack's 18 trays (64 GPUs, so that groups of 64 fit a rack);
@@ -126,6 +138,7 @@ void read_sections(JsonObject& top, const Sources& sources, RunConfig& config) {
   const JsonNode training = top.at("training");
   config.training = parse_training_spec(training);
   reconcile_data_sharding(training, parallel, config);
+  check_precision_aware_optimizer(training, config);
   if (auto node = top.find("simulation")) config.simulation = parse_simulation_spec(*node);
   if (auto node = top.find("variability")) {
     config.variability =

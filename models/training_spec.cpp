@@ -147,6 +147,9 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
   }
   t.grad_reduce_dtype =
       *dtype_from_name(object.choice_or("grad_reduce_dtype", "fp32", {"fp32", "bf16"}));
+  if (auto optimizer = object.find("optimizer")) {
+    t.optimizer = parse_optimizer_precision(*optimizer);
+  }
   parse_attention_backend(object, t);
   const std::string graphs =
       object.choice_or("cuda_graphs", "none", {"none", "per_layer", "full_iteration"});

@@ -12,6 +12,7 @@
 
 #include "models/attention_backend.hpp"
 #include "models/cross_entropy.hpp"
+#include "models/optimizer_precision.hpp"
 #include "models/pipeline_schedule.hpp"
 #include "models/quantization.hpp"
 #include "sim/hw/dtype.hpp"
@@ -72,7 +73,12 @@ struct TrainingSpec {
   // A registered pipeline schedule (models/pipeline_schedule.hpp); nullptr: Megatron's choice,
   // "interleaved" when parallel.vpp > 1 and "1f1b" otherwise.
   const PipelineSchedule* schedule = nullptr;
-  Dtype grad_reduce_dtype = Dtype::kFp32;  // fp32 | bf16: the main-gradient buffer
+  // fp32 | bf16: the main-gradient buffer, which the gradient reduce-scatter or all-reduce moves
+  // (Megatron's --grad-reduce-in-bf16, or --main-grads-dtype bf16 of the precision-aware
+  // optimizer, which leaves accumulate_allreduce_grads_in_fp32 off).
+  Dtype grad_reduce_dtype = Dtype::kFp32;
+  // training.optimizer: storage types of master weights and Adam moments (optimizer_precision.hpp).
+  OptimizerPrecision optimizer;
   // training.attention_backend, or kUnfused for training.flash_attention false; nullopt: what
   // Transformer Engine picks on the run's GPU (models/step/attention_backend_choice.hpp).
   std::optional<AttentionBackend> attention_backend;

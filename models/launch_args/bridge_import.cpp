@@ -193,6 +193,7 @@ class Translator {
   }
 
   void custom(const BridgeField& field, const YAML::Node& node);
+  void optimizer_dtype(const BridgeField& field, const YAML::Node& node);
   void activation(const YAML::Node& gated_node, const YAML::Node& function);
 
   Sections sections_;
@@ -232,6 +233,23 @@ void Translator::custom(const BridgeField& field, const YAML::Node& node) {
     return add(field, node, {name});
   }
   if (key == "gated_linear_unit") activation(node, get(model, "activation_func"));
+  if (key.ends_with("_dtype")) optimizer_dtype(field, node);
+}
+
+// optimizer.main_grads_dtype, main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype: a torch dtype
+// ({_target_: torch.bfloat16}), torch.uint8 standing for fp8 as in Megatron's dtype map. fp32 is
+// Megatron's default and adds no option.
+void Translator::optimizer_dtype(const BridgeField& field, const YAML::Node& node) {
+  std::string name = node.IsMap() ? scalar(node["_target_"]) : scalar(node);
+  name = name.substr(name.find_last_of('.') + 1);
+  static const std::map<std::string, std::string> kDtypes = {
+      {"float32", "fp32"}, {"bfloat16", "bf16"}, {"float16", "fp16"}, {"uint8", "fp8"},
+      {"fp32", "fp32"},    {"bf16", "bf16"},     {"fp16", "fp16"},    {"fp8", "fp8"}};
+  const auto it = kDtypes.find(name);
+  if (it == kDtypes.end()) {
+    fail(field, node, "must be a torch dtype: float32, bfloat16, float16 or uint8 (fp8)");
+  }
+  if (it->second != "fp32") add(field, node, {it->second});
 }
 
 // gated_linear_unit with activation_func silu is SwiGLU; squared_relu ungated is squared ReLU;

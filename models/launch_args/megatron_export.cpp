@@ -188,6 +188,18 @@ void add_parallel(const RunConfig& c, Options& out, std::vector<std::string>& no
   }
 }
 
+// --use-precision-aware-optimizer and the dtypes that differ from Megatron's fp32 defaults.
+void add_optimizer_precision(const OptimizerPrecision& p, Options& out) {
+  if (!p.precision_aware) return;
+  out.add("--use-precision-aware-optimizer");
+  const auto add = [&](const char* flag, StateDtype dtype) {
+    if (dtype != StateDtype::kFp32) out.add(flag, {std::string(state_dtype_name(dtype))});
+  };
+  add("--main-params-dtype", p.main_params);
+  add("--exp-avg-dtype", p.exp_avg);
+  add("--exp-avg-sq-dtype", p.exp_avg_sq);
+}
+
 void add_recompute(const TrainingSpec& t, Options& out) {
   if (t.recompute == Recompute::full) {
     out.add("--recompute-granularity", {"full"});
@@ -258,6 +270,7 @@ void add_training(const RunConfig& c, Options& out, std::vector<std::string>& no
     }
   }
   if (t.grad_reduce_dtype == Dtype::kBf16) out.add("--grad-reduce-in-bf16");
+  add_optimizer_precision(t.optimizer, out);
   if (t.overlap.dp_grad_reduce) out.add("--overlap-grad-reduce");
   if (t.overlap.dp_param_gather) out.add("--overlap-param-gather");
   // TP overlap needs sequence parallelism in Megatron; at tp 1 there is no TP traffic to hide.

@@ -154,13 +154,9 @@ const std::vector<std::string_view>& megatron_flags_not_modelled() {
       "--delay-wgrad-compute",
       "--distribute-saved-activations",
       "--empty-unused-memory-level",
-      "--exp-avg-dtype",
-      "--exp-avg-sq-dtype",
       "--fine-grained-activation-offloading",
       "--fp8-param-gather",
       "--fp8-recipe",
-      "--main-grads-dtype",
-      "--main-params-dtype",
       "--make-vocab-size-divisible-by",
       "--manual-gc",
       "--manual-gc-interval",
@@ -190,7 +186,6 @@ const std::vector<std::string_view>& megatron_flags_not_modelled() {
       "--tp-comm-bulk-wgrad",
       "--tp-comm-overlap-cfg",
       "--transformer-impl",
-      "--use-precision-aware-optimizer",
       "--use-torch-fsdp2",
   });
   return names;

@@ -1,6 +1,8 @@
 #include "models/launch_args/megatron_training_import.hpp"
 
 #include <algorithm>
+#include <initializer_list>
+#include <string_view>
 
 namespace wallsim::models {
 namespace {
@@ -298,6 +300,36 @@ void read_offload(MegatronArgs& args, std::int64_t layers_per_chunk, json& train
   }
 }
 
+// --use-precision-aware-optimizer and its dtypes (choices as in Megatron-LM's arguments.py);
+// --main-grads-dtype bf16 leaves Megatron's accumulate_allreduce_grads_in_fp32 off, so the
+// gradient buffer is bf16 as with --grad-reduce-in-bf16.
+void read_optimizer_precision(MegatronArgs& args, json& training) {
+  const bool aware = args.enabled("--use-precision-aware-optimizer");
+  json optimizer;
+  if (aware) optimizer["precision_aware"] = true;
+  // Without the precision-aware optimizer Megatron asserts every one of these is fp32.
+  const auto read = [&](const char* flag, std::initializer_list<std::string_view> allowed) {
+    const auto dtype = args.choice(flag, allowed);
+    if (dtype && *dtype != "fp32" && !aware) {
+      args.fail(flag, *dtype, "needs --use-precision-aware-optimizer (fp32 without it)");
+    }
+    return dtype;
+  };
+  if (read("--main-grads-dtype", {"fp32", "bf16"}) == "bf16") {
+    training["grad_reduce_dtype"] = "bf16";
+  }
+  if (const auto main = read("--main-params-dtype", {"fp32", "fp16"})) {
+    optimizer["main_params_dtype"] = *main;
+  }
+  if (const auto m = read("--exp-avg-dtype", {"fp32", "fp16", "bf16", "fp8"})) {
+    optimizer["exp_avg_dtype"] = *m;
+  }
+  if (const auto v = read("--exp-avg-sq-dtype", {"fp32", "fp16", "bf16", "fp8"})) {
+    optimizer["exp_avg_sq_dtype"] = *v;
+  }
+  if (!optimizer.empty()) training["optimizer"] = optimizer;
+}
+
 json read_training(MegatronArgs& args, std::int64_t dp, std::int64_t layers_per_chunk,
                    const json& parallel, std::vector<std::string>& notes) {
   json training;
@@ -313,6 +345,7 @@ json read_training(MegatronArgs& args, std::int64_t dp, std::int64_t layers_per_
   read_recompute(args, layers_per_chunk, training, notes);
   training["distributed_optimizer"] = args.enabled("--use-distributed-optimizer");
   if (args.enabled("--grad-reduce-in-bf16")) training["grad_reduce_dtype"] = "bf16";
+  read_optimizer_precision(args, training);
   read_overlap(args, parallel, training);
   read_kernels(args, training, notes);
   read_offload(args, layers_per_chunk, training, notes);

@@ -10,8 +10,6 @@ namespace {
 // Megatron-LM DistributedDataParallel: bucket_size = max(40000000, 1000000 · dp_cp size).
 constexpr double kMinBucketParams = 40e6;
 constexpr double kBucketParamsPerRank = 1e6;
-// Adam step bytes per parameter of the local shard (see the header).
-constexpr double kOptimizerBytesPerParam = 30.0;
 // The distributed optimizer gathers bf16 parameters.
 constexpr double kParamGatherBytesPerParam = 2.0;
 
@@ -183,8 +181,8 @@ void DataParallelOps::finish_step(double stage_params) {
   const double shard =
       (stage_params - expert_params) / static_cast<double>(setting_.optimizer_shards) +
       expert_params / static_cast<double>(setting_.expert_optimizer_shards);
-  const OpIndex step = emit_.memory_bound("step", kOptimizerBytesPerParam * shard, before_step,
-                                          OpCategory::kOptimizer);
+  const OpIndex step = emit_.memory_bound("step", setting_.optimizer_step_bytes_per_param * shard,
+                                          before_step, OpCategory::kOptimizer);
   if (setting_.distributed_optimizer && !shards_params() && !setting_.overlap_param_gather) {
     for (std::size_t p = 0; p < forward_order_.size(); ++p) {
       if (reduces(buckets_[forward_order_[p]])) gathers_[p] = gather_bucket(p, {step});

@@ -16,9 +16,10 @@
 // micro-batch's backward, otherwise after the whole backward. Tied embeddings on pp > 1 then
 // all-reduce the embedding gradient between the first and last stage. The optimizer step streams 30
 // bytes per parameter of the local shard (Adam: read fp32 master, grad, m, v; write master, m, v;
-// write the bf16 parameter). The distributed optimizer all-gathers the updated bf16 parameters per
-// bucket: after the step, or with overlap_param_gather lazily in the next forward, which this
-// step's first micro-batch stands for (steady state): bucket i's first use waits for its all-gather
+// write the bf16 parameter; fewer with the precision-aware optimizer, optimizer_precision.hpp).
+// The distributed optimizer all-gathers the updated bf16 parameters per bucket: after the step,
+// or with overlap_param_gather lazily in the next forward, which this step's first micro-batch
+// stands for (steady state): bucket i's first use waits for its all-gather
 // and dispatches bucket i+1's (Megatron's forward pre-hook), so the first one is exposed.
 //
 // Sharded gradients and parameters (DataSharding kGrads / kParams: ZeRO-2 / ZeRO-3, Megatron-FSDP's
@@ -66,6 +67,9 @@ struct DpSetting {
   // DDP does: stage 0, chunk 0 in its numbering); other chunks reduce as one bucket.
   std::optional<std::int64_t> bucketed_chunk = 0;
   double grad_bytes_per_param = 4;
+  // Adam step bytes per parameter of the local shard: 30 with fp32 state
+  // (optimizer_step_bytes_per_param, models/optimizer_precision.hpp).
+  double optimizer_step_bytes_per_param = 30;
   std::int64_t optimizer_shards = 1;
   std::optional<GroupIndex> embedding_group;  // tied embeddings, pp > 1, first or last stage
   double embedding_params = 0;

@@ -265,6 +265,8 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
   dp.bucketed_chunk = std::nullopt;
   if (stage == layout.embedding_chunk().stage) dp.bucketed_chunk = layout.embedding_chunk().chunk;
   dp.grad_bytes_per_param = static_bytes_per_param(layout, training).grads;
+  dp.optimizer_step_bytes_per_param =
+      optimizer_step_bytes_per_param(training.optimizer, dp.grad_bytes_per_param);
   dp.optimizer_shards = optimizer_shards(layout, training);
   if (in.config.model.is_moe()) {
     dp.expert_group_size = layout.expert.edp;

@@ -110,6 +110,26 @@ TEST_CASE("a mixed-precision recipe name sets the precision fields it names") {
       Contains("c.yaml:26: mixed_precision = fp7_mixed: must be one of bf16_mixed"));
 }
 
+TEST_CASE("Bridge's optimizer dtypes map to the precision-aware optimizer's options") {
+  // Bridge dumps torch dtypes as {_call_: false, _target_: torch.bfloat16}; torch.uint8 is
+  // Megatron's fp8.
+  const std::string optimizer =
+      "optimizer:\n"
+      "  use_precision_aware_optimizer: true\n"
+      "  main_params_dtype:\n    _call_: false\n    _target_: torch.float32\n"
+      "  exp_avg_dtype:\n    _call_: false\n    _target_: torch.bfloat16\n"
+      "  exp_avg_sq_dtype:\n    _call_: false\n    _target_: torch.uint8\n";
+  const RunConfig config = load(import_bridge_yaml(container("", optimizer), "c.yaml", gpus(4)));
+  CHECK(config.training.optimizer.precision_aware);
+  CHECK(config.training.optimizer.main_params == StateDtype::kFp32);
+  CHECK(config.training.optimizer.exp_avg == StateDtype::kBf16);
+  CHECK(config.training.optimizer.exp_avg_sq == StateDtype::kFp8);
+  CHECK_THROWS_WITH(
+      import_bridge_yaml(container("", "optimizer:\n  exp_avg_dtype: torch.int8\n"), "c.yaml",
+                         gpus(4)),
+      Contains("optimizer.exp_avg_dtype") && Contains("float32, bfloat16, float16 or uint8"));
+}
+
 TEST_CASE("Bridge's MoE, MLA and parallelism fields map as their Megatron options do") {
   const RunConfig config =
       load(import_bridge_yaml(container("  num_moe_experts: 4\n"

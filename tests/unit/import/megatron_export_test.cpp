@@ -99,6 +99,10 @@ TEST_CASE("export then import is the identity on variants that use every exporte
       {"qwen3-30b-a3b-8gpu",
        {"model.moe.first_dense_layers=4", "model.moe.score_function=sigmoid",
         "model.moe.shared_ffn_hidden=1536", "model.mtp_layers=1"}},
+      {"llama3-8b-8gpu",
+       {"training.optimizer.precision_aware=true", "training.optimizer.main_params_dtype=fp16",
+        "training.optimizer.exp_avg_dtype=bf16", "training.optimizer.exp_avg_sq_dtype=fp8",
+        "training.grad_reduce_dtype=bf16"}},
   };
   for (const auto& [example, overrides] : variants) {
     INFO(example);
@@ -121,6 +125,10 @@ TEST_CASE("export then import is the identity on variants that use every exporte
     CHECK(back.layout.expert.grouped_gemm == config.layout.expert.grouped_gemm);
     CHECK(back.training.cuda_graphs == config.training.cuda_graphs);
     CHECK(back.parallel.order == config.parallel.order);
+    CHECK(back.training.optimizer.precision_aware == config.training.optimizer.precision_aware);
+    CHECK(back.training.optimizer.main_params == config.training.optimizer.main_params);
+    CHECK(back.training.optimizer.exp_avg == config.training.optimizer.exp_avg);
+    CHECK(back.training.optimizer.exp_avg_sq == config.training.optimizer.exp_avg_sq);
   }
 }
 

@@ -405,3 +405,23 @@ TEST_CASE("a launch line that is not UTF-8 is rejected, not carried into the con
       import_text(kSmall + "--tokenizer-model caf\xE9.model"),
       Catch::Matchers::Contains("args.txt:1") && Catch::Matchers::Contains("not UTF-8"));
 }
+
+TEST_CASE("the precision-aware optimizer's options import as training.optimizer") {
+  // --main-grads-dtype bf16 leaves accumulate_allreduce_grads_in_fp32 off in Megatron: the
+  // gradient buffer is bf16, as with --grad-reduce-in-bf16.
+  const RunConfig config = load(
+      import_text(kSmall + "--use-distributed-optimizer --use-precision-aware-optimizer "
+                           "--main-grads-dtype bf16 --main-params-dtype fp16 --exp-avg-dtype bf16 "
+                           "--exp-avg-sq-dtype fp8"));
+  CHECK(config.training.grad_reduce_dtype == Dtype::kBf16);
+  CHECK(config.training.optimizer.precision_aware);
+  CHECK(config.training.optimizer.main_params == StateDtype::kFp16);
+  CHECK(config.training.optimizer.exp_avg == StateDtype::kBf16);
+  CHECK(config.training.optimizer.exp_avg_sq == StateDtype::kFp8);
+  // Megatron asserts fp32 optimizer tensors without --use-precision-aware-optimizer.
+  CHECK_THROWS_WITH(import_text(kSmall + "--use-distributed-optimizer --exp-avg-dtype bf16"),
+                    Contains("--exp-avg-dtype") && Contains("bf16") &&
+                        Contains("--use-precision-aware-optimizer"));
+  CHECK_THROWS_WITH(import_text(kSmall + "--use-precision-aware-optimizer --exp-avg-sq-dtype int8"),
+                    Contains("--exp-avg-sq-dtype") && Contains("fp32, fp16, bf16, fp8"));
+}

@@ -231,3 +231,67 @@ TEST_CASE("MLA keeps its latents with the norm tensors and Q, K, V per head",
   m.mla = mla;
   CHECK(layer_activation_bytes(m, flash_setting(10, 1, false)) == 10 * (38 + 40 + 48));
 }
+
+namespace {
+
+// A GPT layer without dropout under a precision recipe, flash or unfused attention, t = 1.
+double gpt_layer_bytes(const std::string& precision, bool flash) {
+  ModelSpec m = gpt_model(2, 4096, 32);
+  m.hidden_dropout = 0;
+  m.attention_dropout = 0;
+  TrainingSpec run = training(2048, 1, 8);
+  const Precision p = *precision_from_name(precision);
+  run.precision = p.gemm_dtype;
+  run.quantization = p.quantization;
+  run.flash_attention = flash;
+  return layer_activation_bytes(m, activation_setting(run, 1, 1, false));
+}
+
+}  // namespace
+
+TEST_CASE("FP8 saves 1-byte copies of the GEMM inputs: a GPT layer keeps 27·sbh, not 32·sbh",
+          "[models][activations]") {
+  // bf16 without dropout, flash attention (Korthikanti's 34·sbh less the two dropout masks):
+  // norms 4h, QKV input 2h, Q K V 6h, projection input 2h, FC1 input 2h, GeLU input 8h, FC2
+  // input 8h = 32h per token. FP8 (docs/reference/activation_precision.md): QKV and FC1 inputs
+  // 1h each, FC2 input 4h, and the projection keeps a 1h copy beside the attention's bf16 output:
+  // 4 + 1 + 6 + (2 + 1) + 1 + 8 + 4 = 27h.
+  const double sh = 2048.0 * 4096;
+  CHECK(gpt_layer_bytes("bf16", true) == Approx(32 * sh));
+  CHECK(gpt_layer_bytes("fp8", true) == Approx(27 * sh));
+}
+
+TEST_CASE("MXFP8 and NVFP4 saved GEMM inputs carry their block scales", "[models][activations]") {
+  // Per token 20h + 7q·h (the four quantized inputs: QKV h, projection h, FC1 h, FC2 4h), with
+  // q = 1 + 1/32 for MXFP8 (an E8M0 scale per 32 elements) and 0.5 + 1/16 for NVFP4 (an E4M3
+  // scale per 16).
+  const double sh = 2048.0 * 4096;
+  CHECK(saved_gemm_input_bytes(Quantization::kMxfp8) == 1.03125);
+  CHECK(saved_gemm_input_bytes(Quantization::kNvfp4) == 0.5625);
+  CHECK(gpt_layer_bytes("mxfp8", true) == Approx((20 + 7 * 1.03125) * sh));
+  CHECK(gpt_layer_bytes("nvfp4", true) == Approx((20 + 7 * 0.5625) * sh));
+}
+
+TEST_CASE("without a fused attention kernel the projection keeps only its FP8 copy",
+          "[models][activations]") {
+  // Unfused attention does not keep its output, so the projection's input is 1h, not 2h + 1h;
+  // the s² softmax output (2·a·s bytes per token, no dropout) is the same in both precisions.
+  const double sh = 2048.0 * 4096;
+  const double scores = 2048.0 * 2 * 32 * 2048;
+  CHECK(gpt_layer_bytes("bf16", false) == Approx(32 * sh + scores));
+  CHECK(gpt_layer_bytes("fp8", false) == Approx(25 * sh + scores));
+}
+
+TEST_CASE("FP8 MoE layers quantize the experts' inputs and keep the router's bf16 input",
+          "[models][activations][moe]") {
+  // Mixtral, uniform routing, t = 1, flash attention, T tokens. Attention per token: norm input
+  // 2h, QKV input 1h, Q 2·4096, K and V 4·1024, projection (2 + 1)·4096 = 36,864 (as in bf16).
+  // MoE: norm input 2h and router input 2h stay bf16, router 6E: 16,432; combine 2·(2h + 4) =
+  // 16,392; each of k = 2 expert rows FC1 input 1h, SwiGLU input 4·14336, FC2 input 14336:
+  // 2·75,776 = 151,552. Total 221,240 bytes per token (258,104 in bf16).
+  TrainingSpec run = training(4096, 1, 8);
+  run.precision = wallsim::Dtype::kFp8;
+  run.quantization = Quantization::kFp8PerTensor;
+  const ActivationSetting x = activation_setting(run, 1, 1, false);
+  CHECK(layer_activation_bytes(mixtral_8x7b(), x, 0) == 4096.0 * 221240);
+}

@@ -101,6 +101,28 @@ TEST_CASE("the optimizer step streams 30 bytes per parameter of the local shard"
   CHECK(g.dependencies(step[0]).size() == 3);
 }
 
+TEST_CASE("the precision-aware optimizer streams its state dtypes and reduces bf16 gradients",
+          "[models][step]") {
+  // --use-precision-aware-optimizer --main-grads-dtype bf16 --exp-avg-dtype bf16
+  // --exp-avg-sq-dtype bf16: the step reads the bf16 gradient (2), reads and writes m and v
+  // (2·(2 + 2)), reads and writes the 16-bit master remainder and the bf16 parameter (8): 18
+  // bytes per parameter of the dp-8 shard. The reduce-scatter moves 2 bytes per parameter.
+  json doc = bucket_config(8);
+  doc["training"]["grad_reduce_dtype"] = "bf16";
+  doc["training"]["optimizer"] = {
+      {"precision_aware", true}, {"exp_avg_dtype", "bf16"}, {"exp_avg_sq_dtype", "bf16"}};
+  const RunConfig config = config_from(doc);
+  const StepProgram program = build_step(config, h100(), Fidelity::kSymmetric);
+  const OpGraph& g = program.graphs[0];
+  const auto step = select(g, [](const Op& op) { return is(op, OpCategory::kOptimizer); });
+  REQUIRE(step.size() == 1);
+  CHECK(g.op(step[0]).duration ==
+        h100().memory_bound(18.0 * 166'209'536 / 8, h100().profile().sms));
+  double reduced = 0;
+  for (OpIndex op : dp_collectives(g, "grad rs")) reduced += payload_of(program, g.op(op)).bytes;
+  CHECK(reduced == 2 * 166'209'536.0);
+}
+
 TEST_CASE("overlapped parameter gathers feed the first micro-batch's forward in order",
           "[models][step]") {
   json doc = bucket_config(8);
