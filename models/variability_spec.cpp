@@ -39,6 +39,30 @@ Straggler read_straggler(const JsonNode& node, std::int64_t num_gpus, int gpus_p
   return straggler;
 }
 
+DegradedLink read_degraded_link(const JsonNode& node, std::int64_t num_gpus, int gpus_per_node,
+                                int nics_per_node) {
+  JsonObject object(node);
+  DegradedLink link;
+  const bool nic = object.has("nic");
+  if (nic == object.has("nvlink")) node.fail("give exactly one of \"nic\" and \"nvlink\"");
+  if (nic) {
+    if (num_gpus <= gpus_per_node) {
+      object.at("nic").fail("a job on one node sends nothing through its NICs");
+    }
+    JsonObject where(object.at("nic"));
+    link.nic_node = where.integer("node", 0, num_gpus / gpus_per_node - 1);
+    link.nic_rail = where.integer("rail", 0, nics_per_node - 1);
+    where.finish();
+  } else {
+    JsonObject where(object.at("nvlink"));
+    link.nvlink_rank = where.integer("rank", 0, num_gpus - 1);
+    where.finish();
+  }
+  link.bandwidth_factor = object.number("bandwidth_factor", 1e-6, 1);
+  object.finish();
+  return link;
+}
+
 }  // namespace
 
 bool VariabilitySpec::random() const {
@@ -50,7 +74,7 @@ bool VariabilitySpec::random() const {
 }
 
 VariabilitySpec parse_variability_spec(const JsonNode& node, std::int64_t num_gpus,
-                                       int gpus_per_node) {
+                                       int gpus_per_node, int nics_per_node, bool full_fidelity) {
   JsonObject object(node);
   VariabilitySpec spec;
   spec.enabled = true;
@@ -63,6 +87,22 @@ VariabilitySpec parse_variability_spec(const JsonNode& node, std::int64_t num_gp
     if (!list->is_array()) list->fail("must be an array of {\"rank\" or \"node\", \"slowdown\"}");
     for (const auto& item : list->as_array()) {
       spec.stragglers.push_back(read_straggler(item, num_gpus, gpus_per_node));
+    }
+  }
+  if (auto list = object.find("degraded_links")) {
+    if (!list->is_array()) {
+      list->fail(
+          "must be an array of {\"nic\": {\"node\", \"rail\"} or \"nvlink\": {\"rank\"}, "
+          "\"bandwidth_factor\"}");
+    }
+    if (!list->as_array().empty() && !full_fidelity) {
+      list->fail(
+          "needs simulation.fidelity \"full\": one slow link breaks the symmetry of the "
+          "classes that symmetric fidelity replays");
+    }
+    for (const auto& item : list->as_array()) {
+      spec.degraded_links.push_back(
+          read_degraded_link(item, num_gpus, gpus_per_node, nics_per_node));
     }
   }
   object.finish();

@@ -26,6 +26,14 @@ struct Straggler {
   double slowdown = 1;
 };
 
+// A link running at `bandwidth_factor` of its capacity: a NIC's cable (both directions) or a
+// GPU's NVLink to its switch (both directions; one of 18 NVLinks down is 17/18).
+struct DegradedLink {
+  std::optional<std::int64_t> nic_node, nic_rail;  // {"nic": {"node", "rail"}}
+  std::optional<std::int64_t> nvlink_rank;         // {"nvlink": {"rank"}}
+  double bandwidth_factor = 1;
+};
+
 struct VariabilitySpec {
   // Defaults, each derived in README.md "Variability" from the cited source:
   // the spread of per-GPU speed within one cluster (Sinha et al., SC'22, arXiv:2208.11035: 8%
@@ -47,15 +55,18 @@ struct VariabilitySpec {
   // (z standard normal): interference only ever slows communication.
   double collective_jitter = 0;
   std::vector<Straggler> stragglers;
+  std::vector<DegradedLink> degraded_links;  // full fidelity only
 
   // Any random draw (samples then differ).
   bool random() const;
-  // Anything that changes a step from the deterministic one (noise or stragglers).
-  bool active() const { return random() || !stragglers.empty(); }
+  // Anything that changes a step from the deterministic one (noise, stragglers, links).
+  bool active() const { return random() || !stragglers.empty() || !degraded_links.empty(); }
 };
 
-// Parses the section; `num_gpus` and `gpus_per_node` bound the stragglers' ranks and nodes.
+// Parses the section; `num_gpus`, `gpus_per_node` and `nics_per_node` bound the ranks, nodes
+// and rails it names. Degraded links need `full_fidelity` (one slow link breaks the symmetry
+// of the classes symmetric fidelity replays).
 VariabilitySpec parse_variability_spec(const JsonNode& node, std::int64_t num_gpus,
-                                       int gpus_per_node);
+                                       int gpus_per_node, int nics_per_node, bool full_fidelity);
 
 }  // namespace wallsim::models

@@ -16,6 +16,19 @@
 namespace wallsim::models {
 namespace {
 
+// Every link's effective capacity, with the run's degraded links scaled down.
+std::vector<double> link_capacities(const RunConfig& config, const Topology& topology,
+                                    const CommProfile& comm) {
+  std::vector<double> capacities = effective_capacities(topology, comm);
+  for (const DegradedLink& link : config.variability.degraded_links) {
+    const auto ids = link.nvlink_rank ? topology.nvlink_links(static_cast<int>(*link.nvlink_rank))
+                                      : topology.nic_links(static_cast<int>(*link.nic_node),
+                                                           static_cast<int>(*link.nic_rail));
+    for (const LinkId id : ids) capacities[id] *= link.bandwidth_factor;
+  }
+  return capacities;
+}
+
 // Replays `program` (sample `sample` of a varied run) and summarizes it; with `result` the
 // replay and the communication report are kept there.
 RunSummary replay_step(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
@@ -23,9 +36,9 @@ RunSummary replay_step(const RunConfig& config, const GpuProfile& gpu, const Com
   Engine engine;
   engine.set_event_budget(static_cast<std::uint64_t>(config.simulation.max_events));
   const Topology topology(config.cluster, static_cast<int>(config.num_gpus));
-  auto network =
-      make_network_model(config.simulation.network, engine, effective_capacities(topology, comm),
-                         config.file, "simulation.network");
+  const std::vector<double> capacities = link_capacities(config, topology, comm);
+  auto network = make_network_model(config.simulation.network, engine, capacities, config.file,
+                                    "simulation.network");
   NetworkCommService network_comm(engine, topology, comm, *network, program);
   const VariabilitySpec& variability = config.variability;
   std::unique_ptr<VariedDurations> durations;
@@ -59,8 +72,7 @@ RunSummary replay_step(const RunConfig& config, const GpuProfile& gpu, const Com
              : std::string()));
   }
   if (result) {
-    add_communication_report(summary, config, program, topology,
-                             effective_capacities(topology, comm), network->link_bytes());
+    add_communication_report(summary, config, program, topology, capacities, network->link_bytes());
     result->replay = std::move(replayed);
   }
   return summary;

@@ -227,6 +227,15 @@ std::string vertex_name(const topology_detail::VertexLayout& at, const ClusterSp
 
 }  // namespace
 
+std::array<LinkId, 2> Topology::nic_links(int node, int rail) const {
+  const auto n = static_cast<std::size_t>(node * spec_.nic.per_node + rail);
+  if (rail < 0 || rail >= spec_.nic.per_node || n >= nic_up_.size()) {
+    throw std::out_of_range("Topology::nic_links: no NIC " + std::to_string(node) + "." +
+                            std::to_string(rail));
+  }
+  return {nic_up_[n], nic_down_[n]};
+}
+
 std::string Topology::link_name(LinkId id) const {
   const topology_detail::VertexLayout at(FabricShape(spec_, num_gpus_));
   const auto edge = graph_->edge_of_link.at(id);

@@ -14,6 +14,7 @@
 // one pod adds a core tier. Leaf (rail r, SU s) connects the rail-r NIC of every node of SU s.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -73,6 +74,10 @@ class Topology {
   std::size_t num_links() const { return links_.size(); }
   const Link& link(LinkId id) const { return links_[id]; }
   const std::vector<Link>& links() const { return links_; }
+  // The two directions of a GPU's NVLink (GPU -> NVSwitch, NVSwitch -> GPU) and of a NIC's
+  // cable (NIC -> leaf, leaf -> NIC; NIC `rail` of `node`).
+  std::array<LinkId, 2> nvlink_links(int gpu) const { return {gpu_up_[gpu], gpu_down_[gpu]}; }
+  std::array<LinkId, 2> nic_links(int node, int rail) const;
   // "gpu3 -> nvswitch0", "nic1.2 -> leaf rail2/su0" (NIC node.rail): for reports.
   std::string link_name(LinkId id) const;
 

@@ -231,3 +231,58 @@ TEST_CASE("variability refuses stragglers it cannot place", "[models][simulate][
   CHECK_THROWS_WITH(example({R"(variability={"kernel_cv": {"gemmm": 0.1}})"}),
                     Catch::Contains("gemmm"));
 }
+
+TEST_CASE("a degraded NIC slows the data-parallel reduction that crosses it",
+          "[models][simulate][variability]") {
+  // tp8 within each of two DGX H100 nodes, dp2 across them: every DP reduction crosses all
+  // eight rails. NIC 1.3 at a quarter of its bandwidth takes four times as long for its share,
+  // and a collective ends with its slowest channel, so the exposed DP time grows several-fold.
+  const std::vector<std::string> layout = {"num_gpus=16", "parallel.tp=8",
+                                           "simulation.fidelity=full"};
+  const auto degraded = [&](double factor) {
+    auto overrides = layout;
+    overrides.push_back(R"(variability={"gpu_cv": 0, "step_cv": 0, "degraded_links":
+        [{"nic": {"node": 1, "rail": 3}, "bandwidth_factor": )" +
+                        std::to_string(factor) + "}]}");
+    return simulate(example(overrides)).summary;
+  };
+  const RunSummary plain = simulate(example(layout)).summary;
+  const RunSummary same = degraded(1);
+  const RunSummary slow = degraded(0.25);
+  const auto dp = static_cast<std::size_t>(category_slot(OpCategory::kDp));
+  CHECK(summary_text(same) != summary_text(plain));  // the note names the sample
+  CHECK(same.iteration_time_s == plain.iteration_time_s);
+  CHECK(slow.time.exposed_comm_s[dp] > 4 * plain.time.exposed_comm_s[dp]);
+  CHECK(slow.iteration_time_s > plain.iteration_time_s);
+}
+
+TEST_CASE("a degraded NVLink slows its tensor-parallel group", "[models][simulate][variability]") {
+  const auto tp = static_cast<std::size_t>(category_slot(OpCategory::kTp));
+  const RunSummary plain = simulate(example({"simulation.fidelity=full"})).summary;
+  const RunSummary slow =
+      simulate(example({"simulation.fidelity=full",
+                        R"(variability={"gpu_cv": 0, "step_cv": 0, "degraded_links":
+          [{"nvlink": {"rank": 2}, "bandwidth_factor": 0.1}]})"}))
+          .summary;
+  CHECK(slow.time.exposed_comm_s[tp] > 2 * plain.time.exposed_comm_s[tp]);
+}
+
+TEST_CASE("degraded links need full fidelity and a link that exists",
+          "[models][simulate][variability]") {
+  CHECK_THROWS_WITH(
+      example(
+          {R"(variability={"degraded_links": [{"nvlink": {"rank": 2}, "bandwidth_factor": 0.5}]})"}),
+      Catch::Contains("needs simulation.fidelity \"full\""));
+  CHECK_THROWS_WITH(example({"simulation.fidelity=full",
+                             R"(variability={"degraded_links": [{"nic": {"node": 0, "rail": 0},
+          "bandwidth_factor": 0.5}]})"}),
+                    Catch::Contains("a job on one node"));
+  CHECK_THROWS_WITH(example({"simulation.fidelity=full", "num_gpus=16",
+                             R"(variability={"degraded_links": [{"nic": {"node": 1, "rail": 8},
+          "bandwidth_factor": 0.5}]})"}),
+                    Catch::Contains("rail = 8"));
+  CHECK_THROWS_WITH(example({"simulation.fidelity=full",
+                             R"(variability={"degraded_links": [{"nvlink": {"rank": 2},
+          "bandwidth_factor": 0}]})"}),
+                    Catch::Contains("bandwidth_factor = 0"));
+}
