@@ -99,8 +99,12 @@ int run(const RunOptions& options) {
       result.program, options.trace_ranks, config.simulation.fidelity == models::Fidelity::kFull);
   if (options.sensitivity) {
     spdlog::info("re-simulating 8 times for the sensitivities");
+    // The what-ifs replay sample 0 of a varied run: compare them with that sample's step.
+    const double baseline = result.summary.distribution
+                                ? result.summary.distribution->step_s.front()
+                                : result.summary.iteration_time_s;
     result.summary.sensitivities =
-        models::sensitivities(config, profile.gpu, profile.comm, result.summary.iteration_time_s);
+        models::sensitivities(config, profile.gpu, profile.comm, baseline);
   }
   if (!result.summary.fits_in_memory) {
     result.summary.fit_suggestions = models::fit_suggestions(config, result.summary.hbm_bytes);

@@ -78,6 +78,17 @@ RunSummary replay_step(const RunConfig& config, const GpuProfile& gpu, const Com
   return summary;
 }
 
+// With stragglers: the same sample replayed without them, and what they cost.
+void add_straggler_cost(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
+                        const StepProgram& program, std::uint64_t sample, RunSummary& summary) {
+  if (config.variability.stragglers.empty()) return;
+  RunConfig without = config;
+  without.variability.stragglers.clear();
+  const double baseline =
+      replay_step(without, gpu, comm, program, sample, nullptr).iteration_time_s;
+  summary.straggler_cost_s = summary.iteration_time_s - baseline;
+}
+
 }  // namespace
 
 Profile run_profile(const RunConfig& config) {
@@ -98,6 +109,7 @@ SimulationResult simulate(const RunConfig& config, const GpuProfile& gpu, const 
   SimulationResult result;
   result.program = build_step(config, GpuModel(gpu), config.simulation.fidelity);
   result.summary = replay_step(config, gpu, comm, result.program, sample, &result);
+  add_straggler_cost(config, gpu, comm, result.program, sample, result.summary);
   return result;
 }
 
@@ -137,6 +149,7 @@ SimulationResult simulate_samples(const RunConfig& config, const GpuProfile& gpu
   const StepDistribution distribution = distribution_of(summaries);
   const auto median = static_cast<std::uint64_t>(distribution.median_sample);
   result.summary = replay_step(config, gpu, comm, result.program, median, &result);
+  add_straggler_cost(config, gpu, comm, result.program, median, result.summary);
   result.summary.distribution = distribution;
   return result;
 }

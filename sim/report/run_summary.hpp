@@ -179,6 +179,8 @@ struct RunSummary {
   KernelRates kernel_rates;
   std::vector<KernelFamily> kernel_families;     // every family, by time descending, ties by name
   std::optional<StepDistribution> distribution;  // --samples N with variability
+  // With variability.stragglers: this step's time less the same sample's without them.
+  std::optional<double> straggler_cost_s;
   std::vector<std::string> notes;
 };
 

@@ -257,6 +257,7 @@ void write_summary_json(const RunSummary& s, std::ostream& out) {
       {"notes", s.notes}};
   document.update(what_if_json(s));
   if (s.distribution) document["distribution"] = distribution_json(*s.distribution);
+  if (s.straggler_cost_s) document["straggler_cost_s"] = *s.straggler_cost_s;
   out << document.dump(2) << "\n";
 }
 
@@ -264,6 +265,12 @@ void write_summary_text(const RunSummary& s, std::ostream& out) {
   out << s.model_name << " on " << s.num_gpus << " GPUs (" << s.cluster_name << "), " << s.layout
       << "\n";
   out << line("  step time          %10.3f s\n", s.iteration_time_s);
+  if (s.straggler_cost_s) {
+    const double without = s.iteration_time_s - *s.straggler_cost_s;
+    out << line(
+        "  stragglers cost   %+10.3f s per step (%+.1f%% over the same step without them)\n",
+        *s.straggler_cost_s, without > 0 ? 100 * *s.straggler_cost_s / without : 0.0);
+  }
   if (const auto& d = s.distribution) {
     out << "  over " << d->samples
         << " sampled steps:" << line(" p10 %.3f s, p50 %.3f s", d->step.p10, d->step.p50)

@@ -162,7 +162,12 @@ TEST_CASE("a straggler costs a symmetric replay what it costs a full one",
   const std::string straggler =
       R"(variability={"gpu_cv": 0, "step_cv": 0, "stragglers": [{"rank": 5, "slowdown": 1.5}]})";
   const double plain = simulate(example({})).summary.iteration_time_s;
-  const double symmetric = simulate(example({straggler})).summary.iteration_time_s;
+  const RunSummary slowed = simulate(example({straggler})).summary;
+  const double symmetric = slowed.iteration_time_s;
+  // The summary prices the straggler against the same sample without it: here the plain step,
+  // as nothing else varies.
+  REQUIRE(slowed.straggler_cost_s);
+  CHECK(*slowed.straggler_cost_s == Approx(symmetric - plain));
   const double full =
       simulate(example({straggler, "simulation.fidelity=full"})).summary.iteration_time_s;
   CHECK(symmetric == Approx(full).epsilon(0.01));
