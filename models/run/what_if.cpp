@@ -67,6 +67,28 @@ std::vector<Candidate> candidates(const RunConfig& config) {
     list.push_back({"recompute=full + distributed_optimizer=true",
                     {"training.recompute=full", "training.distributed_optimizer=true"}});
   }
+  // Sharding the gradients (ZeRO-2) or the parameters too (ZeRO-3) over DP×CP.
+  if (sizes.dp * sizes.cp > 1) {
+    for (const DataSharding sharding : {DataSharding::kGrads, DataSharding::kParams}) {
+      if (config.layout.data_sharding >= sharding) continue;
+      list.push_back({std::string("data_sharding=") + to_string(sharding),
+                      {std::string("parallel.data_sharding=") + to_string(sharding),
+                       "training.distributed_optimizer=true"}});
+    }
+  }
+  if (training.grad_reduce_dtype != Dtype::kBf16) {
+    list.push_back({"grad_reduce_dtype=bf16", {"training.grad_reduce_dtype=bf16"}});
+  }
+  // Megatron's precision-aware optimizer with bf16 moments (it needs the distributed optimizer).
+  if (training.distributed_optimizer && !training.optimizer.precision_aware) {
+    list.push_back(
+        {"precision-aware optimizer, bf16 moments",
+         {"training.optimizer.precision_aware=true", "training.optimizer.exp_avg_dtype=bf16",
+          "training.optimizer.exp_avg_sq_dtype=bf16"}});
+  }
+  if (!training.offload_activations) {
+    list.push_back({"offload.activations=true", {"training.offload.activations=true"}});
+  }
   return list;
 }
 

@@ -29,8 +29,9 @@ std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile
                                        const CommProfile& comm, double baseline_step_s);
 
 // Candidates, each alone: recompute selective, recompute full, distributed optimizer, micro-batch
-// halved, pp ×2, tp ×2 (within an NVLink domain); and the memory-saving training switches
-// together.
+// halved, pp ×2, tp ×2 (within an NVLink domain); the memory-saving training switches together;
+// then gradient and parameter sharding (ZeRO-2, ZeRO-3), bf16 gradient reduction, the
+// precision-aware optimizer with bf16 moments and activation offloading.
 // Only those that change something are listed; each with its analytical peak and whether it
 // fits in `hbm_bytes`. Each candidate is a variant of the config (variant_of: overrides read
 // and validated by the config loader); one the loader refuses is listed as not valid.

@@ -174,8 +174,10 @@ TEST_CASE("a layout that does not fit gets changes that lower its peak", "[model
     }
     CHECK(f.fits == (f.peak_bytes <= hbm));
   }
-  for (const char* expected : {"recompute=selective", "recompute=full",
-                               "distributed_optimizer=true", "micro_batch=2", "pp=2", "tp=2"}) {
+  for (const char* expected :
+       {"recompute=selective", "recompute=full", "distributed_optimizer=true", "micro_batch=2",
+        "pp=2", "tp=2", "data_sharding=grads", "data_sharding=params", "grad_reduce_dtype=bf16",
+        "offload.activations=true"}) {
     CHECK(changes.count(expected) == 1);
   }
 }
