@@ -77,8 +77,8 @@ int run(const RunOptions& options) {
   if (options.samples > 1) {
     if (!config.variability.active()) {
       throw InputError("--samples", "", std::to_string(options.samples),
-                       "needs a `variability` section with noise or stragglers in the run config "
-                       "(without one every sample is the same step)");
+                       "needs a `variability` section that varies something (noise, stragglers "
+                       "or degraded links): without one every sample is the same step");
     }
     const int jobs = options.jobs > 0
                          ? options.jobs
