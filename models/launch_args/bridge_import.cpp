@@ -1,13 +1,12 @@
 #include "models/launch_args/bridge_import.hpp"
 
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
 #include "models/launch_args/bridge_fields.hpp"
+#include "sim/core/data_path.hpp"
 #include "sim/core/input_error.hpp"
 
 namespace wallsim::models {
@@ -391,11 +390,7 @@ MegatronImport import_bridge(std::string_view text, const std::string& source,
 }  // namespace
 
 MegatronImport import_bridge_file(const std::string& path, const MegatronImportOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "", "cannot read the file");
-  std::ostringstream content;
-  content << in.rdbuf();
-  return import_bridge_yaml(content.str(), path, options);
+  return import_bridge_yaml(read_data_file(path), path, options);
 }
 
 }  // namespace wallsim::models

@@ -1,10 +1,8 @@
 #include "models/launch_args/megatron_import.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <iterator>
-#include <sstream>
 
 #include "models/launch_args/megatron_args.hpp"
 #include "models/launch_args/megatron_model_import.hpp"
@@ -153,11 +151,7 @@ MegatronImport import_megatron_args_file(const std::string& path,
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     return import_megatron_args(text, "<stdin>", options);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "", "cannot read the file");
-  std::ostringstream content;
-  content << in.rdbuf();
-  return import_megatron_args(content.str(), path, options);
+  return import_megatron_args(read_data_file(path), path, options);
 }
 
 }  // namespace wallsim::models

@@ -2,6 +2,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/core/input_error.hpp"
 
 namespace wallsim {
 
@@ -26,6 +30,14 @@ std::optional<std::string> resolve_data_path(const std::string& reference,
     if (fs::is_regular_file(candidate, ignored)) return candidate.lexically_normal().string();
   }
   return std::nullopt;
+}
+
+std::string read_data_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "", "cannot read the file");
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
 }
 
 }  // namespace wallsim

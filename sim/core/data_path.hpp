@@ -18,4 +18,7 @@ std::string data_root();
 std::optional<std::string> resolve_data_path(const std::string& reference,
                                              const std::string& referring_file);
 
+// The whole file at `path`, byte for byte; throws InputError "<path>: cannot read the file".
+std::string read_data_file(const std::string& path);
+
 }  // namespace wallsim
