@@ -17,6 +17,7 @@
 #include "models/run/report_data.hpp"
 #include "models/run/simulate.hpp"
 #include "models/run/what_if.hpp"
+#include "models/validation/prediction_interval.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/report/html_report.hpp"
 #include "sim/report/summary_writers.hpp"
@@ -94,6 +95,7 @@ int run(const RunOptions& options) {
   } else {
     result = models::simulate(config, profile.gpu, profile.comm);
   }
+  models::add_prediction_interval(config, result.summary);
   log_notes(result.summary.notes);
   const auto trace_ranks = models::select_trace_ranks(
       result.program, options.trace_ranks, config.simulation.fidelity == models::Fidelity::kFull);

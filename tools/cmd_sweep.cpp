@@ -22,6 +22,7 @@
 #include "models/sweep/sweep_journal.hpp"
 #include "models/sweep/sweep_runner.hpp"
 #include "models/sweep/sweep_writers.hpp"
+#include "models/validation/prediction_interval.hpp"
 #include "sim/core/input_error.hpp"
 #include "tools/command.hpp"
 #include "tools/run_config_loading.hpp"
@@ -45,6 +46,8 @@ struct SweepOptions {
   bool resume = false;
   bool json = false;
   std::size_t top = 10;
+  int samples = 1;
+  std::string objective;  // "" = p50 with --samples, the step without
 };
 
 // Everything a shard's run needs, loaded once.
@@ -52,7 +55,32 @@ struct SweepSetup {
   models::SweepBase base;
   models::SweepSpace space;
   Profile profile;
+  models::SweepObjective objective = models::SweepObjective::step;
+  std::optional<PredictionInterval> band;  // around a 1 s step
 };
+
+// --samples and --objective: sampling needs a varied base config, ranking by a statistic needs
+// samples.
+models::SweepObjective checked_objective(const SweepOptions& options,
+                                         const models::RunConfig& base) {
+  if (options.samples > 1 && !base.variability.active()) {
+    throw InputError("--samples", "", std::to_string(options.samples),
+                     "needs a `variability` section in the base config (or --set "
+                     "'variability={...}'): without one every sample is the same step");
+  }
+  if (options.objective.empty()) {
+    return options.samples > 1 ? models::SweepObjective::p50 : models::SweepObjective::step;
+  }
+  const auto objective = models::parse_sweep_objective(options.objective);
+  if (!objective) {
+    throw InputError("--objective", "", options.objective, "must be one of: step, p50, p90, mean");
+  }
+  if (*objective != models::SweepObjective::step && options.samples < 2) {
+    throw InputError("--objective", "", options.objective,
+                     "ranks by a statistic of sampled steps: give --samples N (N >= 2)");
+  }
+  return *objective;
+}
 
 SweepSetup load_setup(const SweepOptions& options) {
   std::vector<std::string> overrides = options.overrides;
@@ -60,7 +88,9 @@ SweepSetup load_setup(const SweepOptions& options) {
   SweepSetup setup{
       models::load_sweep_base(resolve_config_path(options.config), overrides, options.gpus),
       {},
-      {}};
+      {},
+      models::SweepObjective::step,
+      std::nullopt};
   const auto& parsed = setup.base.parsed;
   setup.space = models::default_space({parsed.model.layers, setup.base.num_gpus,
                                        parsed.cluster.gpus_per_domain(), parsed.training.seq_len,
@@ -80,6 +110,10 @@ SweepSetup load_setup(const SweepOptions& options) {
     }
   }
   setup.profile = models::run_profile(parsed);
+  setup.objective = checked_objective(options, parsed);
+  setup.band =
+      models::prediction_interval(models::load_step_time_errors(models::step_time_errors_path()),
+                                  models::run_traits(parsed), 1.0);
   return setup;
 }
 
@@ -98,11 +132,14 @@ models::SweepReport run_shard(const SweepSetup& setup, const SweepOptions& optio
                               const models::ShardSpec& shard, bool show_progress) {
   std::filesystem::create_directories(options.out_dir);
   const std::string journal_file = journal_path(options.out_dir, shard);
-  const std::string fp = models::sweep_fingerprint(setup.base, setup.space);
+  const std::string fp =
+      models::sweep_fingerprint(setup.base, setup.space, options.samples, setup.objective);
   models::SweepRunOptions run;
   run.jobs = options.jobs > 0 ? options.jobs
                               : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   run.shard = shard;
+  run.samples = options.samples;
+  run.objective = setup.objective;
   if (options.resume) run.already_done = read_resume(journal_file, fp, shard);
   // Rewritten from what was read, so a line cut short by the interruption does not stay.
   std::ofstream journal(journal_file, std::ios::trunc);
@@ -123,6 +160,7 @@ models::SweepReport run_shard(const SweepSetup& setup, const SweepOptions& optio
   const models::SweepHardware hw{setup.profile.gpu, setup.profile.comm,
                                  setup.profile.gpu.hbm_bytes};
   auto report = models::run_sweep(setup.base, setup.space, hw, run);
+  report.band = setup.band;
   if (show_progress) progress.finish(report.counts.simulated);
   return report;
 }
@@ -195,6 +233,13 @@ void add_sweep_command(CLI::App& app, CommandSet& commands) {
   sub->add_flag("--resume", options->resume, "Continue an interrupted sweep from its journal");
   sub->add_flag("--json", options->json, "Print sweep.json on stdout instead of the table");
   sub->add_option("--top", options->top, "Rows in the printed table (default 10)");
+  sub->add_option("--samples", options->samples,
+                  "Replay N seeded steps of each layout (needs a `variability` section) and rank "
+                  "by --objective")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--objective", options->objective,
+                  "Rank by step (the deterministic step), p50, p90 or mean of the sampled steps "
+                  "(default: p50 with --samples, step without)");
   sub->callback([options, &commands] { commands.action = [options] { return run(*options); }; });
 }
 

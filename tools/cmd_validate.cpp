@@ -15,11 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "models/run/simulate.hpp"
+#include "models/validation/prediction_interval.hpp"
 #include "models/validation/published_metric.hpp"
 #include "models/validation/validation_report.hpp"
 #include "sim/core/data_path.hpp"
 #include "sim/core/input_error.hpp"
 #include "tools/command.hpp"
+#include "tools/report_files.hpp"
 #include "tools/run_config_loading.hpp"
 
 namespace wallsim::cli {
@@ -33,6 +35,7 @@ struct ValidateOptions {
   std::string filter;
   bool json = false;
   std::optional<double> tolerance;  // overrides every row's own tolerance
+  std::string write_errors;         // where to write the step-time errors ("" = nowhere)
 };
 
 std::string published_runs_path() {
@@ -97,6 +100,11 @@ int run(const ValidateOptions& options) {
     rows.push_back(validate_with_progress(runs[i], csv_path, counter));
     all_simulated = all_simulated && rows.back().failure.empty();
   }
+  if (!options.write_errors.empty()) {
+    write_output_file(options.write_errors, "--write-errors", [&](std::ostream& out) {
+      out << models::step_time_errors_json(models::step_time_errors(rows)).dump(2) << "\n";
+    });
+  }
   if (options.json) {
     std::cout << models::validation_json(rows).dump(2) << "\n";
   } else {
@@ -117,6 +125,9 @@ void add_validate_command(CLI::App& app, CommandSet& commands) {
   sub->add_option("--tolerance", options->tolerance,
                   "Relative tolerance for every row (default: each row's own, from the CSV)")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--write-errors", options->write_errors,
+                  "Write each simulated row's step-time error to FILE (the data of "
+                  "summary.json's prediction_interval: configs/validation/step_time_errors.json)");
   sub->callback([options, &commands] { commands.action = [options] { return run(*options); }; });
 }
 

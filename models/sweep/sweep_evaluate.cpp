@@ -71,7 +71,7 @@ ScreenedPoint screen_point(const SweepBase& base, const SweepSpace& space, std::
 }
 
 SweepRow simulate_point(const ScreenedPoint& s, const GpuProfile& gpu, const CommProfile& comm,
-                        double hbm_bytes) {
+                        double hbm_bytes, int samples) {
   SweepRow row;
   row.index = s.index;
   row.id = point_id(s.point);
@@ -84,7 +84,10 @@ SweepRow simulate_point(const ScreenedPoint& s, const GpuProfile& gpu, const Com
   row.fits = true;
   row.megatron_args = format_megatron_args(export_megatron_args(*s.config).options, false);
   try {
-    const RunSummary summary = simulate(*s.config, gpu, comm).summary;
+    const RunSummary summary = samples > 1
+                                   ? simulate_samples(*s.config, gpu, comm, samples, 1, {}).summary
+                                   : simulate(*s.config, gpu, comm).summary;
+    if (summary.distribution) row.distribution = summary.distribution->step;
     row.step_time_s = summary.iteration_time_s;
     row.tokens_per_s_per_gpu = summary.tokens_per_s_per_gpu;
     row.mfu = summary.mfu;

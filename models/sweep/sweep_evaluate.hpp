@@ -37,7 +37,9 @@ ScreenedPoint screen_point(const SweepBase& base, const SweepSpace& space, std::
                            double hbm_bytes);
 
 // Simulates a point that passed screening; a failing simulation gives a row with its error.
+// With samples > 1, replays that many seeded steps of the varied run on this thread: the row
+// describes the median step and carries the spread.
 SweepRow simulate_point(const ScreenedPoint& screened, const GpuProfile& gpu,
-                        const CommProfile& comm, double hbm_bytes);
+                        const CommProfile& comm, double hbm_bytes, int samples = 1);
 
 }  // namespace wallsim::models

@@ -99,14 +99,23 @@ void write_scatter(const SweepReport& report, std::ostream& out) {
 }
 
 void write_top(const SweepReport& report, std::ostream& out, std::size_t top) {
-  out << "<table><tr><th>#</th><th>layout</th><th>dp</th><th>step (s)</th><th>tokens/s/GPU</th>"
+  const std::string ranked = report.objective == SweepObjective::step
+                                 ? std::string("step (s)")
+                                 : to_string(report.objective) + std::string(" of ") +
+                                       std::to_string(report.samples) + " steps (s)";
+  out << "<table><tr><th>#</th><th>layout</th><th>dp</th><th>" << ranked
+      << "</th><th>tokens/s/GPU</th>"
          "<th>MFU</th><th>peak</th><th>binding</th><th>rerun</th><th>Megatron-LM "
          "arguments</th></tr>\n";
   for (std::size_t i = 0; i < report.rows.size() && i < top; ++i) {
     const SweepRow& r = report.rows[i];
     out << "<tr><td>" << i + 1 << "</td><td>" << r.id << "</td><td>" << r.dp << "</td><td>"
-        << num(r.step_time_s, "%.4f") << "</td><td>" << num(r.tokens_per_s_per_gpu) << "</td><td>"
-        << num(100 * r.mfu) << "%</td><td>" << format_gib(r.peak_bytes) << "</td><td>"
+        << num(objective_s(r, report.objective), "%.4f")
+        << (overlaps_best_band(report, i) ? " <span title='validation band overlaps the best "
+                                            "layout&apos;s'>~best</span>"
+                                          : "")
+        << "</td><td>" << num(r.tokens_per_s_per_gpu) << "</td><td>" << num(100 * r.mfu)
+        << "%</td><td>" << format_gib(r.peak_bytes) << "</td><td>"
         << escape(r.failed() ? "error: " + r.error : r.binding)
         << "</td><td><code>wallsim run configs/" << r.id << ".json</code></td><td>"
         << "<details><summary>launch</summary><code>" << escape(r.megatron_args)
@@ -233,6 +242,15 @@ void write_sweep_html(const SweepReport& report, std::ostream& out) {
   out << "<h2>Fastest layouts</h2>\n<p>Each row's config is in <code>configs/</code> next to "
          "this page; its Megatron-LM arguments launch the same layout.</p>\n";
   write_top(report, out, 15);
+  if (report.band) {
+    const PredictionInterval& b = *report.band;
+    out << "<p>~best: the layout's validation band overlaps the best one's. The band is "
+           "wallsim's step-time error on "
+        << b.rows << " published runs (" << escape(b.basis) << "), p10 "
+        << num(100 * b.error_p10, "%+.1f") << "% to p90 " << num(100 * b.error_p90, "%+.1f")
+        << "%: an empirical band, not a confidence interval; errors of one model's layouts are "
+           "largely shared, so the ranking inside it is less uncertain than the band.</p>\n";
+  }
   out << "<h2>How each knob moves throughput</h2>\n<p>The best tokens/s/GPU among the layouts "
          "with each value (the layout that reaches it in brackets).</p>\n";
   write_knobs(report, out);

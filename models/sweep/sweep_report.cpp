@@ -1,5 +1,6 @@
 #include "models/sweep/sweep_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "sim/core/input_error.hpp"
@@ -58,24 +59,64 @@ std::string fingerprint(const std::string& text) {
   return hex;
 }
 
+bool overlaps_best_band(const SweepReport& report, std::size_t i) {
+  if (!report.band || i >= report.rows.size() || report.rows[i].failed()) return false;
+  const auto best = std::find_if(report.rows.begin(), report.rows.end(),
+                                 [](const SweepRow& r) { return !r.failed(); });
+  const double t_best = objective_s(*best, report.objective);
+  const double t = objective_s(report.rows[i], report.objective);
+  return t / (1 + report.band->error_p90) <= t_best / (1 + report.band->error_p10);
+}
+
+namespace {
+
+nlohmann::json band_to_json(const PredictionInterval& b) {
+  return {{"error_p10", b.error_p10}, {"error_p50", b.error_p50}, {"error_p90", b.error_p90},
+          {"rows", b.rows},           {"basis", b.basis},         {"unmatched", b.unmatched}};
+}
+
+PredictionInterval band_from_json(const nlohmann::json& j) {
+  PredictionInterval b;
+  b.error_p10 = j.at("error_p10").get<double>();
+  b.error_p50 = j.at("error_p50").get<double>();
+  b.error_p90 = j.at("error_p90").get<double>();
+  b.low_s = 1 / (1 + b.error_p90);
+  b.high_s = 1 / (1 + b.error_p10);
+  b.rows = j.at("rows").get<int>();
+  b.basis = j.at("basis").get<std::string>();
+  b.unmatched = j.at("unmatched").get<std::string>();
+  return b;
+}
+
+}  // namespace
+
 nlohmann::json report_to_json(const SweepReport& r) {
   nlohmann::json space = nlohmann::json::object();
   for (const auto& [knob, values] : r.space) space[knob] = values;
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& row : r.rows) rows.push_back(row_to_json(row));
-  return {{"model", r.model},
-          {"cluster", r.cluster},
-          {"num_gpus", r.num_gpus},
-          {"seq_len", r.seq_len},
-          {"global_batch", r.global_batch},
-          {"fidelity", r.fidelity},
-          {"network", r.network},
-          {"fingerprint", r.fingerprint},
-          {"shard", to_string(r.shard)},
-          {"space", space},
-          {"notes", r.notes},
-          {"counts", counts_to_json(r.counts)},
-          {"rows", rows}};
+  for (std::size_t i = 0; i < r.rows.size(); ++i) {
+    rows.push_back(row_to_json(r.rows[i]));
+    if (r.band) rows.back()["band_overlaps_best"] = overlaps_best_band(r, i);
+  }
+  nlohmann::json document = {{"model", r.model},
+                             {"cluster", r.cluster},
+                             {"num_gpus", r.num_gpus},
+                             {"seq_len", r.seq_len},
+                             {"global_batch", r.global_batch},
+                             {"fidelity", r.fidelity},
+                             {"network", r.network},
+                             {"fingerprint", r.fingerprint},
+                             {"shard", to_string(r.shard)},
+                             {"space", space},
+                             {"notes", r.notes},
+                             {"counts", counts_to_json(r.counts)},
+                             {"rows", rows}};
+  if (r.samples > 1 || r.objective != SweepObjective::step) {
+    document["objective"] = to_string(r.objective);
+    document["samples"] = r.samples;
+  }
+  if (r.band) document["prediction_interval"] = band_to_json(*r.band);
+  return document;
 }
 
 SweepReport report_from_json(const nlohmann::json& j, const std::string& where) {
@@ -96,6 +137,12 @@ SweepReport report_from_json(const nlohmann::json& j, const std::string& where) 
     r.notes = j.at("notes").get<std::vector<std::string>>();
     r.counts = counts_from_json(j.at("counts"));
     for (const auto& row : j.at("rows")) r.rows.push_back(row_from_json(row, where));
+    const auto objective = parse_sweep_objective(j.value("objective", std::string("step")));
+    if (!objective)
+      throw InputError(where, "objective", j["objective"].dump(), "step, p50, p90 or mean");
+    r.objective = *objective;
+    r.samples = j.value("samples", 1);
+    if (j.contains("prediction_interval")) r.band = band_from_json(j.at("prediction_interval"));
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(where, "", "", std::string("not a wallsim sweep.json: ") + e.what());
@@ -132,7 +179,7 @@ SweepReport merge_reports(const std::vector<SweepReport>& shards,
     }
   }
   merged.shard = {0, 1};
-  sort_rows(merged.rows);
+  sort_rows(merged.rows, merged.objective);
   return merged;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,8 +41,17 @@ struct SweepReport {
   std::vector<std::pair<std::string, std::string>> space;  // knob → values
   std::vector<std::string> notes;
   SweepCounts counts;
-  std::vector<SweepRow> rows;  // sorted (sort_rows)
+  SweepObjective objective = SweepObjective::step;  // what the rows are ranked by
+  int samples = 1;                                  // sampled steps per point (--samples)
+  // wallsim's errors on published runs like this sweep's (around a 1 s step): every point shares
+  // them, so two points are told apart only where their bands do not overlap.
+  std::optional<PredictionInterval> band;
+  std::vector<SweepRow> rows;  // sorted (sort_rows by objective)
 };
+
+// Whether row i's validation band overlaps that of the best row (the first that did not fail):
+// t_i / (1 + e_p90) <= t_best / (1 + e_p10), with t the objective. False without a band.
+bool overlaps_best_band(const SweepReport& report, std::size_t i);
 
 nlohmann::json report_to_json(const SweepReport& report);
 // Throws InputError naming `where` for a document that is not a sweep.json.

@@ -21,45 +21,90 @@ MoeDispatcher dispatcher_from(const std::string& name, const std::string& where)
 
 }  // namespace
 
-void sort_rows(std::vector<SweepRow>& rows) {
-  std::sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) {
+const char* to_string(SweepObjective objective) {
+  switch (objective) {
+    case SweepObjective::p50:
+      return "p50";
+    case SweepObjective::p90:
+      return "p90";
+    case SweepObjective::mean:
+      return "mean";
+    case SweepObjective::step:
+      break;
+  }
+  return "step";
+}
+
+std::optional<SweepObjective> parse_sweep_objective(const std::string& name) {
+  for (SweepObjective o :
+       {SweepObjective::step, SweepObjective::p50, SweepObjective::p90, SweepObjective::mean}) {
+    if (name == to_string(o)) return o;
+  }
+  return std::nullopt;
+}
+
+double objective_s(const SweepRow& row, SweepObjective objective) {
+  if (!row.distribution) return row.step_time_s;
+  switch (objective) {
+    case SweepObjective::p50:
+      return row.distribution->p50;
+    case SweepObjective::p90:
+      return row.distribution->p90;
+    case SweepObjective::mean:
+      return row.distribution->mean;
+    case SweepObjective::step:
+      break;
+  }
+  return row.step_time_s;
+}
+
+void sort_rows(std::vector<SweepRow>& rows, SweepObjective objective) {
+  std::sort(rows.begin(), rows.end(), [objective](const SweepRow& a, const SweepRow& b) {
     if (a.failed() != b.failed()) return b.failed();
-    if (a.step_time_s != b.step_time_s) return a.step_time_s < b.step_time_s;
+    const double ta = objective_s(a, objective), tb = objective_s(b, objective);
+    if (ta != tb) return ta < tb;
     return a.id < b.id;
   });
 }
 
 nlohmann::json row_to_json(const SweepRow& r) {
   const SweepPoint& p = r.point;
-  return {{"index", r.index},
-          {"id", r.id},
-          {"tp", p.tp},
-          {"sequence_parallel", p.sequence_parallel && p.tp > 1},
-          {"cp", p.cp},
-          {"pp", p.pp},
-          {"vpp", p.vpp},
-          {"schedule", effective_schedule(p)},
-          {"ep", p.ep},
-          {"etp", p.etp},
-          {"dispatcher", to_string(p.dispatcher)},
-          {"dp", r.dp},
-          {"micro_batch", p.micro_batch},
-          {"num_microbatches", r.num_microbatches},
-          {"recompute", to_string(p.recompute)},
-          {"distributed_optimizer", p.distributed_optimizer},
-          {"data_sharding", to_string(effective_sharding(p))},
-          {"data_sharding_stated", p.sharding.has_value()},
-          {"overlap", p.overlap},
-          {"step_time_s", r.step_time_s},
-          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
-          {"mfu", r.mfu},
-          {"peak_bytes", r.peak_bytes},
-          {"hbm_bytes", r.hbm_bytes},
-          {"fits_in_memory", r.fits},
-          {"binding", r.binding},
-          {"error", r.error},
-          {"config", "configs/" + r.id + ".json"},
-          {"megatron_args", r.megatron_args}};
+  nlohmann::json row = {{"index", r.index},
+                        {"id", r.id},
+                        {"tp", p.tp},
+                        {"sequence_parallel", p.sequence_parallel && p.tp > 1},
+                        {"cp", p.cp},
+                        {"pp", p.pp},
+                        {"vpp", p.vpp},
+                        {"schedule", effective_schedule(p)},
+                        {"ep", p.ep},
+                        {"etp", p.etp},
+                        {"dispatcher", to_string(p.dispatcher)},
+                        {"dp", r.dp},
+                        {"micro_batch", p.micro_batch},
+                        {"num_microbatches", r.num_microbatches},
+                        {"recompute", to_string(p.recompute)},
+                        {"distributed_optimizer", p.distributed_optimizer},
+                        {"data_sharding", to_string(effective_sharding(p))},
+                        {"data_sharding_stated", p.sharding.has_value()},
+                        {"overlap", p.overlap},
+                        {"step_time_s", r.step_time_s},
+                        {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+                        {"mfu", r.mfu},
+                        {"peak_bytes", r.peak_bytes},
+                        {"hbm_bytes", r.hbm_bytes},
+                        {"fits_in_memory", r.fits},
+                        {"binding", r.binding},
+                        {"error", r.error},
+                        {"config", "configs/" + r.id + ".json"},
+                        {"megatron_args", r.megatron_args}};
+  if (r.distribution) {
+    row["p10_s"] = r.distribution->p10;
+    row["p50_s"] = r.distribution->p50;
+    row["p90_s"] = r.distribution->p90;
+    row["mean_s"] = r.distribution->mean;
+  }
+  return row;
 }
 
 SweepRow row_from_json(const nlohmann::json& j, const std::string& where) {
@@ -101,6 +146,10 @@ SweepRow row_from_json(const nlohmann::json& j, const std::string& where) {
     r.binding = j.at("binding").get<std::string>();
     r.error = j.at("error").get<std::string>();
     r.megatron_args = j.value("megatron_args", std::string());  // absent in older journals
+    if (j.contains("p50_s")) {
+      r.distribution = Percentiles{j.at("p10_s").get<double>(), j.at("p50_s").get<double>(),
+                                   j.at("p90_s").get<double>(), j.at("mean_s").get<double>()};
+    }
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(where, "rows", "", std::string("malformed sweep row: ") + e.what());

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "models/sweep/sweep_space.hpp"
+#include "sim/report/run_summary.hpp"
 
 namespace wallsim::models {
 
@@ -31,11 +33,20 @@ struct SweepRow {
   // The Megatron-LM arguments that launch this point (models/launch_args/megatron_export.hpp),
   // on one line.
   std::string megatron_args;
+  // With --samples N: p10, p50, p90 and mean of the N sampled steps (seconds).
+  std::optional<Percentiles> distribution;
   bool failed() const { return !error.empty(); }
 };
 
-// Fastest first (shortest step time), failed points last; ties by point id.
-void sort_rows(std::vector<SweepRow>& rows);
+// What a sweep ranks by: the (deterministic) step time, or a statistic of the sampled steps.
+enum class SweepObjective { step, p50, p90, mean };
+const char* to_string(SweepObjective objective);
+std::optional<SweepObjective> parse_sweep_objective(const std::string& name);
+// The row's value of the objective (step_time_s for `step` or a row without samples).
+double objective_s(const SweepRow& row, SweepObjective objective);
+
+// Fastest first (shortest objective), failed points last; ties by point id.
+void sort_rows(std::vector<SweepRow>& rows, SweepObjective objective = SweepObjective::step);
 
 nlohmann::json row_to_json(const SweepRow& row);
 // Throws InputError (naming `where`) when a field is missing or malformed.

@@ -69,9 +69,14 @@ void parallel_for(std::int64_t count, int jobs, const std::function<void(std::in
   if (failure) std::rethrow_exception(failure);
 }
 
-std::string sweep_fingerprint(const SweepBase& base, const SweepSpace& space) {
+std::string sweep_fingerprint(const SweepBase& base, const SweepSpace& space, int samples,
+                              SweepObjective objective) {
   std::string text = base.document.dump();
   for (const auto& [knob, values] : describe_space(space)) text += "|" + knob + "=" + values;
+  // Only a sampled sweep adds these, so the fingerprints of single-step sweeps stay as they were.
+  if (samples > 1 || objective != SweepObjective::step) {
+    text += "|samples=" + std::to_string(samples) + "|objective=" + to_string(objective);
+  }
   return fingerprint(text);
 }
 
@@ -88,6 +93,9 @@ std::vector<std::string> sweep_notes(const SweepSpace& space) {
 SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const SweepHardware& hw,
                       const SweepRunOptions& options) {
   SweepReport report = report_header(base, space, options.shard);
+  report.fingerprint = sweep_fingerprint(base, space, options.samples, options.objective);
+  report.samples = options.samples;
+  report.objective = options.objective;
   const auto indices = shard_indices(space.size(), options.shard);
   std::vector<ScreenedPoint> screened(indices.size());
   parallel_for(static_cast<std::int64_t>(indices.size()), options.jobs, [&](std::int64_t i) {
@@ -115,7 +123,7 @@ SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const Swee
   std::int64_t finished = resumed;
   parallel_for(static_cast<std::int64_t>(to_simulate.size()), options.jobs, [&](std::int64_t i) {
     const auto k = static_cast<std::size_t>(i);
-    simulated[k] = simulate_point(*to_simulate[k], hw.gpu, hw.comm, hw.hbm_bytes);
+    simulated[k] = simulate_point(*to_simulate[k], hw.gpu, hw.comm, hw.hbm_bytes, options.samples);
     const std::lock_guard lock(progress_mutex);
     ++finished;
     if (options.on_row) options.on_row(simulated[k], finished, report.counts.simulated);
@@ -123,7 +131,7 @@ SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const Swee
   report.rows.insert(report.rows.end(), simulated.begin(), simulated.end());
   report.counts.failed = static_cast<std::int64_t>(std::count_if(
       report.rows.begin(), report.rows.end(), [](const SweepRow& r) { return r.failed(); }));
-  sort_rows(report.rows);
+  sort_rows(report.rows, options.objective);
   return report;
 }
 

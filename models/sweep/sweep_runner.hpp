@@ -29,6 +29,10 @@ struct SweepHardware {
 
 struct SweepRunOptions {
   int jobs = 1;
+  // Sampled steps per point (> 1 needs the base config's `variability`), replayed on the
+  // point's own thread, and what the rows are ranked by.
+  int samples = 1;
+  SweepObjective objective = SweepObjective::step;
   ShardSpec shard;
   // Rows simulated by an earlier, interrupted run (--resume); their points are not simulated
   // again.
@@ -41,8 +45,10 @@ struct SweepRunOptions {
   std::function<void(const SweepRow&, std::int64_t done, std::int64_t total)> on_row;
 };
 
-// Identifies a sweep: the base config and the space (not the shard or the job count).
-std::string sweep_fingerprint(const SweepBase& base, const SweepSpace& space);
+// Identifies a sweep: the base config, the space, the samples per point and the objective (not
+// the shard or the job count).
+std::string sweep_fingerprint(const SweepBase& base, const SweepSpace& space, int samples = 1,
+                              SweepObjective objective = SweepObjective::step);
 
 // Notes every sweep report carries (what the space leaves out and why).
 std::vector<std::string> sweep_notes(const SweepSpace& space);

@@ -34,7 +34,43 @@ void write_csv_row(std::ostream& out, std::size_t rank, const SweepRow& r) {
       << to_string(effective_sharding(p)) << "," << number(r.step_time_s) << ","
       << number(r.tokens_per_s_per_gpu) << "," << number(r.mfu) << ","
       << number(r.peak_bytes, "%.0f") << "," << number(r.hbm_bytes, "%.0f") << "," << on_off(r.fits)
-      << "," << r.binding << "," << csv_field(r.error) << ",configs/" << r.id << ".json\n";
+      << "," << r.binding << "," << csv_field(r.error) << ",configs/" << r.id << ".json";
+}
+
+// With --samples: the spread of each row's sampled steps (empty cells for a failed row).
+void write_csv_distribution(std::ostream& out, const SweepRow& r) {
+  if (!r.distribution) {
+    out << ",,,,";
+    return;
+  }
+  const Percentiles& d = *r.distribution;
+  out << "," << number(d.p10) << "," << number(d.p50) << "," << number(d.p90) << ","
+      << number(d.mean);
+}
+
+// "rank  layout ... binding" and, with a band, whether it overlaps the best row's.
+void write_text_row(const SweepReport& report, std::size_t i, std::ostream& out) {
+  const SweepRow& r = report.rows[i];
+  char line[256];
+  std::snprintf(line, sizeof line, "%4zu  %-34s %10.4f %12.1f %5.1f%% %10s  %s", i + 1,
+                (r.id + " dp" + std::to_string(r.dp)).c_str(), objective_s(r, report.objective),
+                r.tokens_per_s_per_gpu, 100 * r.mfu, format_gib(r.peak_bytes).c_str(),
+                r.failed() ? ("error: " + r.error).c_str() : r.binding.c_str());
+  out << line << (overlaps_best_band(report, i) ? "  ~best" : "") << "\n";
+}
+
+void write_band_text(const SweepReport& report, std::ostream& out) {
+  if (!report.band) return;
+  std::size_t overlapping = 0;
+  for (std::size_t i = 0; i < report.rows.size(); ++i) overlapping += overlaps_best_band(report, i);
+  const PredictionInterval& b = *report.band;
+  out << "~best: " << overlapping << " of " << report.rows.size()
+      << " layouts have validation bands that overlap the best one's (wallsim's step-time errors "
+      << "on " << b.rows << " published runs, " << b.basis << ": p10 "
+      << number(100 * b.error_p10, "%+.1f") << "%, p90 " << number(100 * b.error_p90, "%+.1f")
+      << "%";
+  if (!b.unmatched.empty()) out << "; too few published runs to also match " << b.unmatched;
+  out << ")\n";
 }
 
 void write_counts(const SweepReport& report, std::ostream& out) {
@@ -60,8 +96,13 @@ void write_sweep_csv(const SweepReport& report, std::ostream& out) {
          "tokens_per_s_per_"
          "gpu,mfu,"
          "peak_bytes,"
-         "hbm_bytes,fits_in_memory,binding,error,config\n";
-  for (std::size_t i = 0; i < report.rows.size(); ++i) write_csv_row(out, i + 1, report.rows[i]);
+         "hbm_bytes,fits_in_memory,binding,error,config"
+      << (report.samples > 1 ? ",p10_s,p50_s,p90_s,mean_s" : "") << "\n";
+  for (std::size_t i = 0; i < report.rows.size(); ++i) {
+    write_csv_row(out, i + 1, report.rows[i]);
+    if (report.samples > 1) write_csv_distribution(out, report.rows[i]);
+    out << "\n";
+  }
 }
 
 void write_sweep_json(const SweepReport& report, std::ostream& out) {
@@ -73,18 +114,19 @@ void write_sweep_text(const SweepReport& report, std::ostream& out, std::size_t 
       << report.seq_len << ", global batch " << report.global_batch << ", " << report.fidelity
       << " fidelity, " << report.network << " network)\n";
   write_counts(report, out);
+  if (report.samples > 1) {
+    out << "ranked by " << to_string(report.objective) << " of " << report.samples
+        << " sampled steps per layout\n";
+  }
+  const std::string ranked = report.objective == SweepObjective::step
+                                 ? "step s"
+                                 : to_string(report.objective) + std::string(" s");
   char line[256];
   std::snprintf(line, sizeof line, "%4s  %-34s %10s %12s %6s %10s  %s\n", "rank", "layout",
-                "step s", "tok/s/GPU", "MFU", "peak", "binding");
+                ranked.c_str(), "tok/s/GPU", "MFU", "peak", "binding");
   out << line;
-  for (std::size_t i = 0; i < report.rows.size() && i < top; ++i) {
-    const SweepRow& r = report.rows[i];
-    std::snprintf(line, sizeof line, "%4zu  %-34s %10.4f %12.1f %5.1f%% %10s  %s\n", i + 1,
-                  (r.id + " dp" + std::to_string(r.dp)).c_str(), r.step_time_s,
-                  r.tokens_per_s_per_gpu, 100 * r.mfu, format_gib(r.peak_bytes).c_str(),
-                  r.failed() ? ("error: " + r.error).c_str() : r.binding.c_str());
-    out << line;
-  }
+  for (std::size_t i = 0; i < report.rows.size() && i < top; ++i) write_text_row(report, i, out);
+  write_band_text(report, out);
   for (const auto& note : report.notes) out << "note: " << note << "\n";
 }
 

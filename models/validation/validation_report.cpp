@@ -30,6 +30,10 @@ std::string truncated(const std::string& text, std::size_t width) {
 
 }  // namespace
 
+RunTraits run_traits(const RunConfig& config) {
+  return {config.cluster.gpu, config.model.is_moe(), config.training.seq_len >= kLongContextTokens};
+}
+
 bool ValidationRow::within_tolerance() const {
   return failure.empty() && std::abs(error) <= tolerance;
 }
@@ -64,6 +68,7 @@ ValidationRow make_validation_row(const PublishedRun& run, const RunConfig& conf
   row.error = relative_error(row.predicted, row.published);
   row.tolerance = run.tolerance;
   row.iteration_time_s = iteration_time_s;
+  row.traits = run_traits(config);
   row.source = run.source + ", " + run.table_or_url;
   return row;
 }

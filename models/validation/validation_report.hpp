@@ -14,6 +14,18 @@
 
 namespace wallsim::models {
 
+// Sequence length from which a run counts as long-context (prediction_interval.hpp's basis).
+inline constexpr std::int64_t kLongContextTokens = 32768;
+
+// What a published run and a predicted one are matched on (prediction_interval.hpp).
+struct RunTraits {
+  std::string gpu;  // calibration profile name of the cluster's GPU ("h100-sxm")
+  bool moe = false;
+  bool long_context = false;  // seq_len >= kLongContextTokens
+};
+
+RunTraits run_traits(const RunConfig& config);
+
 struct ValidationRow {
   std::string id;
   std::string model;  // the run config's model name
@@ -28,6 +40,7 @@ struct ValidationRow {
   double iteration_time_s = 0;    // wallsim's prediction
   std::string source;             // citation: source, table
   std::string failure;            // why the row could not be simulated ("" when it was)
+  RunTraits traits;               // of the simulated run (empty for a failed row)
   bool within_tolerance() const;  // false for a failed row
 };
 

@@ -142,6 +142,18 @@ struct StepDistribution {
   std::vector<double> step_s;  // every sample's step time, by sample number
 };
 
+// An empirical band around the predicted step time, from wallsim's errors on published runs
+// like this one (models/validation/prediction_interval.hpp): not a confidence interval.
+struct PredictionInterval {
+  double low_s = 0;                                    // step / (1 + error_p90)
+  double high_s = 0;                                   // step / (1 + error_p10)
+  double error_p10 = 0, error_p50 = 0, error_p90 = 0;  // of t_predicted / t_measured - 1
+  int rows = 0;                                        // published runs in the basis
+  std::string basis;      // what the basis rows share with the run: "h100-sxm, dense, < 32K tokens"
+  std::string unmatched;  // the run's traits the basis had to drop: fewer than 5 published
+                          // runs share them ("" when none was dropped)
+};
+
 struct RunSummary {
   std::string model_name;
   std::string cluster_name;
@@ -181,6 +193,7 @@ struct RunSummary {
   std::optional<StepDistribution> distribution;  // --samples N with variability
   // With variability.stragglers: this step's time less the same sample's without them.
   std::optional<double> straggler_cost_s;
+  std::optional<PredictionInterval> prediction_interval;  // absent without validation data
   std::vector<std::string> notes;
 };
 

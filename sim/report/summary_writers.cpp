@@ -164,6 +164,15 @@ json distribution_json(const StepDistribution& d) {
   return document;
 }
 
+json prediction_interval_json(const PredictionInterval& b) {
+  return {{"low_s", b.low_s},         {"high_s", b.high_s},       {"error_p10", b.error_p10},
+          {"error_p50", b.error_p50}, {"error_p90", b.error_p90}, {"rows", b.rows},
+          {"basis", b.basis},         {"unmatched", b.unmatched}, {"kind", "empirical"}};
+}
+
+// "  validation band     3.612 - 4.051 s (p10-p90 of the errors on 62 published runs: ...)"
+void write_prediction_interval_text(const PredictionInterval& b, std::ostream& out);
+
 std::string gib(double bytes) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
@@ -220,6 +229,13 @@ void write_what_if_text(const RunSummary& s, std::ostream& out) {
   }
 }
 
+void write_prediction_interval_text(const PredictionInterval& b, std::ostream& out) {
+  out << line("  validation band    %10.3f - %.3f s", b.low_s, b.high_s)
+      << " (p10-p90 of the errors on " << b.rows << " published runs: " << b.basis;
+  if (!b.unmatched.empty()) out << "; too few published runs to also match " << b.unmatched;
+  out << ")\n";
+}
+
 }  // namespace
 
 void write_summary_json(const RunSummary& s, std::ostream& out) {
@@ -258,6 +274,9 @@ void write_summary_json(const RunSummary& s, std::ostream& out) {
   document.update(what_if_json(s));
   if (s.distribution) document["distribution"] = distribution_json(*s.distribution);
   if (s.straggler_cost_s) document["straggler_cost_s"] = *s.straggler_cost_s;
+  if (s.prediction_interval) {
+    document["prediction_interval"] = prediction_interval_json(*s.prediction_interval);
+  }
   out << document.dump(2) << "\n";
 }
 
@@ -265,6 +284,7 @@ void write_summary_text(const RunSummary& s, std::ostream& out) {
   out << s.model_name << " on " << s.num_gpus << " GPUs (" << s.cluster_name << "), " << s.layout
       << "\n";
   out << line("  step time          %10.3f s\n", s.iteration_time_s);
+  if (s.prediction_interval) write_prediction_interval_text(*s.prediction_interval, out);
   if (s.straggler_cost_s) {
     const double without = s.iteration_time_s - *s.straggler_cost_s;
     out << line(

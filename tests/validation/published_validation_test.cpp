@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "models/run/simulate.hpp"
+#include "models/validation/prediction_interval.hpp"
 #include "models/validation/published_metric.hpp"
 #include "models/validation/validation_report.hpp"
 
@@ -51,5 +52,20 @@ TEST_CASE("published training runs are predicted within each row's tolerance",
     INFO(row.failure);
     CHECK(row.failure.empty());
     CHECK(std::abs(row.error) <= row.tolerance);
+  }
+  // The band of summary.json's prediction_interval is drawn from the shipped errors: they must
+  // be the model's errors today. 0.5 percentage points leaves room for rounding and tiny
+  // changes; a larger change needs the file rewritten with
+  // `wallsim validate --write-errors configs/validation/step_time_errors.json`.
+  const auto shipped = load_step_time_errors(step_time_errors_path());
+  const auto fresh = step_time_errors(rows);
+  REQUIRE(shipped.size() == fresh.size());
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    INFO(fresh[i].id << ": shipped " << shipped[i].error << ", now " << fresh[i].error);
+    CHECK(shipped[i].id == fresh[i].id);
+    CHECK(shipped[i].traits.gpu == fresh[i].traits.gpu);
+    CHECK(shipped[i].traits.moe == fresh[i].traits.moe);
+    CHECK(shipped[i].traits.long_context == fresh[i].traits.long_context);
+    CHECK(std::abs(shipped[i].error - fresh[i].error) <= 0.005);
   }
 }

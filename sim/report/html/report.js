@@ -84,11 +84,20 @@ function card(label, value, note, extraClass, id) {
   return el("div", attrs, el("div", { class: "label", text: label }), el("div", { class: "value", text: value }), note ? el("div", { class: "note", text: note }) : null);
 }
 
+// summary.json's prediction_interval: the step times that wallsim's errors on published runs
+// like this one allow (an empirical band, not a confidence interval).
+function bandText() {
+  const b = S.prediction_interval;
+  if (!b) return "";
+  const dropped = b.unmatched ? `; too few published runs to also match ${b.unmatched}` : "";
+  return `; validation band ${fmtS(b.low_s)}–${fmtS(b.high_s)} (p10–p90 of the errors on ${b.rows} published runs: ${b.basis}${dropped})`;
+}
+
 function headline() {
   const w = S.walls;
   const margin = w.binding === "memory" ? `peak ${fmtPct(w.binding_margin)} over HBM` : `by ${fmtPct(w.binding_margin)} of the step`;
   return el("div", { class: "cards", id: "headline" },
-    card("Step time", fmtS(S.iteration_time_s), `${S.tokens_per_iteration.toLocaleString("en-US")} tokens`, "", "step-time"),
+    card("Step time", fmtS(S.iteration_time_s), `${S.tokens_per_iteration.toLocaleString("en-US")} tokens` + bandText(), "", "step-time"),
     card("Tokens/s per GPU", S.tokens_per_s_per_gpu.toFixed(1), null, "", "tokens"),
     card("Model TFLOP/s per GPU", S.model_tflops_per_gpu.toFixed(1), `peak ${(S.peak_flops_per_gpu / 1e12).toFixed(0)}`, "", "tflops"),
     card("MFU", fmtPct(S.mfu), null, "", "mfu"),
