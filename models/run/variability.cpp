@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <utility>
 
@@ -153,6 +154,10 @@ Percentiles percentiles(std::vector<double> values) {
   return p;
 }
 
+namespace {
+constexpr std::size_t kCriticalRanksShown = 8;
+}  // namespace
+
 StepDistribution distribution_of(const std::vector<RunSummary>& samples) {
   StepDistribution d;
   d.samples = static_cast<int>(samples.size());
@@ -171,18 +176,24 @@ StepDistribution distribution_of(const std::vector<RunSummary>& samples) {
   }
   d.bubble = collect([](const RunSummary& s) { return s.time.bubble_s; });
   const double share = 1.0 / static_cast<double>(samples.size());
+  std::map<int, double> critical;
   double nearest = 0;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const std::string& wall = samples[i].walls.binding;
     (wall == "memory"          ? d.memory_binding
      : wall == "communication" ? d.communication_binding
                                : d.compute_binding) += share;
+    critical[samples[i].critical_rank] += share;
     const double distance = std::abs(samples[i].iteration_time_s - d.step.p50);
     if (i == 0 || distance < nearest) {
       nearest = distance;
       d.median_sample = static_cast<int>(i);
     }
   }
+  d.critical_ranks.assign(critical.begin(), critical.end());
+  std::stable_sort(d.critical_ranks.begin(), d.critical_ranks.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (d.critical_ranks.size() > kCriticalRanksShown) d.critical_ranks.resize(kCriticalRanksShown);
   return d;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/report/op_category.hpp"
@@ -140,6 +141,9 @@ struct StepDistribution {
   Percentiles bubble;
   double compute_binding = 0, communication_binding = 0, memory_binding = 0;  // shares
   std::vector<double> step_s;  // every sample's step time, by sample number
+  // How often each global rank ended the step last (the critical rank; in symmetric fidelity the
+  // replayed member of its class): most often first, ties by rank, at most 8.
+  std::vector<std::pair<int, double>> critical_ranks;
 };
 
 // An empirical band around the predicted step time, from wallsim's errors on published runs

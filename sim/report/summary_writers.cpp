@@ -158,6 +158,11 @@ json distribution_json(const StepDistribution& d) {
   document["exposed_comm_s"] = exposed;
   document["bubble_s"] = percentiles_json(d.bubble);
   document["steps_s"] = d.step_s;
+  json critical = json::array();
+  for (const auto& [rank, share] : d.critical_ranks) {
+    critical.push_back({{"rank", rank}, {"share", share}});
+  }
+  document["critical_ranks"] = critical;
   document["binding_share"] = {{"compute", d.compute_binding},
                                {"communication", d.communication_binding},
                                {"memory", d.memory_binding}};
@@ -300,6 +305,11 @@ void write_summary_text(const RunSummary& s, std::ostream& out) {
         << line(" %.0f%% compute, %.0f%% communication", 100 * d->compute_binding,
                 100 * d->communication_binding)
         << line(", %.0f%% memory of the samples\n", 100 * d->memory_binding);
+    out << "    ended the step last:";
+    for (const auto& [rank, share] : d->critical_ranks) {
+      out << " rank " << rank << line(" (%.0f%%)", 100 * share);
+    }
+    out << "\n";
   }
   out << line("  tokens/s per GPU   %10.1f\n", s.tokens_per_s_per_gpu);
   out << line("  model TFLOP/s/GPU  %10.1f   MFU %.1f%%\n", s.model_tflops_per_gpu, 100 * s.mfu);

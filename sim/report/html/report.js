@@ -201,6 +201,7 @@ function distribution() {
   const share = D.binding_share;
   return section(`Step time over ${D.samples} sampled steps`, el("div", { class: "panel", id: "distribution" },
     el("p", { class: "sub", text: `Mean ${fmtS(D.mean_s)}; the binding wall was compute in ${fmtPct(share.compute, 0)}, communication in ${fmtPct(share.communication, 0)} and memory in ${fmtPct(share.memory, 0)} of the samples. The rest of this page describes sample ${D.median_sample}, the median step.` }),
+    (D.critical_ranks || []).length ? el("p", { class: "note", id: "critical-ranks", text: "Ended the step last (critical rank): " + D.critical_ranks.map((c) => `rank ${c.rank} in ${fmtPct(c.share, 0)}`).join(", ") + " of the samples" + (S.simulation.fidelity === "symmetric" ? " (symmetric fidelity: the replayed member of each class)." : ".") }) : null,
     plot));
 }
 

@@ -196,6 +196,22 @@ TEST_CASE("sampled steps do not depend on the number of threads that replay them
   CHECK(d.step.mean > noiseless);
 }
 
+TEST_CASE("a slow rank is the one that ends the sampled steps last in full fidelity",
+          "[models][simulate][variability]") {
+  // Rank 5 runs every kernel 1.5x slower and the per-step noise (cv 0.0093) cannot close a 50%
+  // gap, so it ends every sample last: one entry, share 1.
+  const RunConfig config =
+      example({R"(variability={"seed": 2, "stragglers": [{"rank": 5, "slowdown": 1.5}]})",
+               "simulation.fidelity=full"});
+  const Profile profile = run_profile(config);
+  const SimulationResult result = simulate_samples(config, profile.gpu, profile.comm, 4, 2);
+  REQUIRE(result.summary.distribution);
+  const auto& critical = result.summary.distribution->critical_ranks;
+  REQUIRE(critical.size() == 1);
+  CHECK(critical.front().first == 5);
+  CHECK(critical.front().second == Approx(1));
+}
+
 TEST_CASE("percentiles interpolate between order statistics", "[models][simulate][variability]") {
   // numpy.percentile([1, 2, 3, 4, 5], [10, 50, 90]) = [1.4, 3, 4.6].
   const Percentiles p = percentiles({5, 1, 4, 2, 3});
