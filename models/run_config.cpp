@@ -142,8 +142,7 @@ void read_sections(JsonObject& top, const Sources& sources, RunConfig& config) {
   if (auto node = top.find("simulation")) config.simulation = parse_simulation_spec(*node);
   if (auto node = top.find("variability")) {
     config.variability = parse_variability_spec(
-        *node, config.num_gpus, config.cluster.gpus_per_node, config.cluster.nic.per_node,
-        config.simulation.fidelity == Fidelity::kFull);
+        *node, config.num_gpus, config.cluster.gpus_per_node, config.cluster.nic.per_node);
   }
   read_calibration(top, config);
   top.string_or("description", "");

@@ -1,5 +1,6 @@
 #include "models/variability_spec.hpp"
 
+#include <map>
 #include <string>
 
 #include "sim/core/json_reader.hpp"
@@ -63,6 +64,34 @@ DegradedLink read_degraded_link(const JsonNode& node, std::int64_t num_gpus, int
   return link;
 }
 
+std::pair<std::int64_t, std::int64_t> read_lost_nic(const JsonNode& node, std::int64_t num_gpus,
+                                                    int gpus_per_node, int nics_per_node) {
+  if (num_gpus <= gpus_per_node) node.fail("a job on one node sends nothing through its NICs");
+  JsonObject object(node);
+  const std::int64_t where = object.integer("node", 0, num_gpus / gpus_per_node - 1);
+  const std::int64_t rail = object.integer("rail", 0, nics_per_node - 1);
+  object.finish();
+  return {where, rail};
+}
+
+// Every node keeps at least one NIC, and every two nodes a rail they both still have, or the
+// job could not run (NCCL could not connect them). Nodes that lost nothing have every rail.
+void check_rails_in_common(const JsonNode& list,
+                           const std::vector<std::pair<std::int64_t, std::int64_t>>& lost,
+                           int nics_per_node) {
+  std::map<std::int64_t, std::uint64_t> lost_rails;  // node -> bit per lost rail
+  for (const auto& [node, rail] : lost) lost_rails[node] |= 1ULL << rail;
+  const std::uint64_t all = nics_per_node >= 64 ? ~0ULL : (1ULL << nics_per_node) - 1;
+  for (auto a = lost_rails.begin(); a != lost_rails.end(); ++a) {
+    for (auto b = a; b != lost_rails.end(); ++b) {
+      if (((a->second | b->second) & all) == all) {
+        list.fail("leaves nodes " + std::to_string(a->first) + " and " + std::to_string(b->first) +
+                  " no NIC rail in common: the job could not connect them");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool VariabilitySpec::random() const {
@@ -74,7 +103,7 @@ bool VariabilitySpec::random() const {
 }
 
 VariabilitySpec parse_variability_spec(const JsonNode& node, std::int64_t num_gpus,
-                                       int gpus_per_node, int nics_per_node, bool full_fidelity) {
+                                       int gpus_per_node, int nics_per_node) {
   JsonObject object(node);
   VariabilitySpec spec;
   spec.enabled = true;
@@ -95,15 +124,17 @@ VariabilitySpec parse_variability_spec(const JsonNode& node, std::int64_t num_gp
           "must be an array of {\"nic\": {\"node\", \"rail\"} or \"nvlink\": {\"rank\"}, "
           "\"bandwidth_factor\"}");
     }
-    if (!list->as_array().empty() && !full_fidelity) {
-      list->fail(
-          "needs simulation.fidelity \"full\": one slow link breaks the symmetry of the "
-          "classes that symmetric fidelity replays");
-    }
     for (const auto& item : list->as_array()) {
       spec.degraded_links.push_back(
           read_degraded_link(item, num_gpus, gpus_per_node, nics_per_node));
     }
+  }
+  if (auto list = object.find("lost_nics")) {
+    if (!list->is_array()) list->fail("must be an array of {\"node\", \"rail\"}");
+    for (const auto& item : list->as_array()) {
+      spec.lost_nics.push_back(read_lost_nic(item, num_gpus, gpus_per_node, nics_per_node));
+    }
+    check_rails_in_common(*list, spec.lost_nics, nics_per_node);
   }
   object.finish();
   return spec;

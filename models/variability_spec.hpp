@@ -55,18 +55,21 @@ struct VariabilitySpec {
   // (z standard normal): interference only ever slows communication.
   double collective_jitter = 0;
   std::vector<Straggler> stragglers;
-  std::vector<DegradedLink> degraded_links;  // full fidelity only
+  std::vector<DegradedLink> degraded_links;
+  // NICs out of service, {node, rail}: their traffic moves to another rail (Topology::lose_nic).
+  std::vector<std::pair<std::int64_t, std::int64_t>> lost_nics;
 
   // Any random draw (samples then differ).
   bool random() const;
   // Anything that changes a step from the deterministic one (noise, stragglers, links).
-  bool active() const { return random() || !stragglers.empty() || !degraded_links.empty(); }
+  bool active() const {
+    return random() || !stragglers.empty() || !degraded_links.empty() || !lost_nics.empty();
+  }
 };
 
 // Parses the section; `num_gpus`, `gpus_per_node` and `nics_per_node` bound the ranks, nodes
-// and rails it names. Degraded links need `full_fidelity` (one slow link breaks the symmetry
-// of the classes symmetric fidelity replays).
+// and rails it names.
 VariabilitySpec parse_variability_spec(const JsonNode& node, std::int64_t num_gpus,
-                                       int gpus_per_node, int nics_per_node, bool full_fidelity);
+                                       int gpus_per_node, int nics_per_node);
 
 }  // namespace wallsim::models

@@ -16,12 +16,28 @@
 namespace wallsim::models {
 namespace {
 
-// Every link's effective capacity, with the run's degraded links scaled down.
+// The simulated rank whose class holds global rank `gpu` (itself in full fidelity).
+std::int64_t class_representative(const StepProgram& program, std::int64_t gpu) {
+  for (std::size_t i = 0; i < program.global_rank.size(); ++i) {
+    for (const int offset : program.class_offsets[i]) {
+      if (program.global_rank[i] + offset == gpu) return program.global_rank[i];
+    }
+  }
+  return gpu;
+}
+
+// Every link's effective capacity, with the run's degraded links scaled down. A NIC is scaled
+// where it is: symmetric fidelity charges every inter-node collective and transfer on the
+// links of the class's other members too, so the slow NIC holds back the flows of its class. A
+// GPU's NVLink is scaled on the replayed member of its class: copies inside an NVLink domain are
+// not charged (network_comm_service.cpp), and the class runs at its slowest member's pace, as
+// with a straggler.
 std::vector<double> link_capacities(const RunConfig& config, const Topology& topology,
-                                    const CommProfile& comm) {
+                                    const CommProfile& comm, const StepProgram& program) {
   std::vector<double> capacities = effective_capacities(topology, comm);
   for (const DegradedLink& link : config.variability.degraded_links) {
-    const auto ids = link.nvlink_rank ? topology.nvlink_links(static_cast<int>(*link.nvlink_rank))
+    const auto ids = link.nvlink_rank ? topology.nvlink_links(static_cast<int>(
+                                            class_representative(program, *link.nvlink_rank)))
                                       : topology.nic_links(static_cast<int>(*link.nic_node),
                                                            static_cast<int>(*link.nic_rail));
     for (const LinkId id : ids) capacities[id] *= link.bandwidth_factor;
@@ -35,8 +51,11 @@ RunSummary replay_step(const RunConfig& config, const GpuProfile& gpu, const Com
                        const StepProgram& program, std::uint64_t sample, SimulationResult* result) {
   Engine engine;
   engine.set_event_budget(static_cast<std::uint64_t>(config.simulation.max_events));
-  const Topology topology(config.cluster, static_cast<int>(config.num_gpus));
-  const std::vector<double> capacities = link_capacities(config, topology, comm);
+  Topology topology(config.cluster, static_cast<int>(config.num_gpus));
+  for (const auto& [node, rail] : config.variability.lost_nics) {
+    topology.lose_nic(static_cast<int>(node), static_cast<int>(rail));
+  }
+  const std::vector<double> capacities = link_capacities(config, topology, comm, program);
   auto network = make_network_model(config.simulation.network, engine, capacities, config.file,
                                     "simulation.network");
   NetworkCommService network_comm(engine, topology, comm, *network, program);
@@ -84,9 +103,9 @@ void add_straggler_cost(const RunConfig& config, const GpuProfile& gpu, const Co
   if (config.variability.stragglers.empty()) return;
   RunConfig without = config;
   without.variability.stragglers.clear();
-  const double baseline =
-      replay_step(without, gpu, comm, program, sample, nullptr).iteration_time_s;
-  summary.straggler_cost_s = summary.iteration_time_s - baseline;
+  const RunSummary baseline = replay_step(without, gpu, comm, program, sample, nullptr);
+  summary.straggler_cost_s = summary.iteration_time_s - baseline.iteration_time_s;
+  summary.straggler_free_time = baseline.time;
 }
 
 }  // namespace

@@ -197,6 +197,10 @@ struct RunSummary {
   std::optional<StepDistribution> distribution;  // --samples N with variability
   // With variability.stragglers: this step's time less the same sample's without them.
   std::optional<double> straggler_cost_s;
+  // With stragglers: that step's time split (on its own critical rank); the difference with
+  // `time` says where the stragglers' cost lands (own compute, a group's exposed communication,
+  // the bubble).
+  std::optional<TimeSplit> straggler_free_time;
   std::optional<PredictionInterval> prediction_interval;  // absent without validation data
   std::vector<std::string> notes;
 };

@@ -1,9 +1,12 @@
 #include "sim/report/summary_writers.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -169,6 +172,37 @@ json distribution_json(const StepDistribution& d) {
   return document;
 }
 
+// Where the stragglers' cost lands: each part of the step split, with them less without them
+// (each on its own critical rank), parts that moved by less than 1 us left out.
+std::vector<std::pair<std::string, double>> straggler_cost_parts(const RunSummary& s) {
+  std::vector<std::pair<std::string, double>> parts;
+  if (!s.straggler_free_time) return parts;
+  const TimeSplit& with = s.time;
+  const TimeSplit& without = *s.straggler_free_time;
+  parts.emplace_back("compute", with.compute_s - without.compute_s);
+  for (const OpCategoryInfo& info : kOpCategories) {
+    if (!info.communication) continue;
+    const auto slot = static_cast<std::size_t>(info.slot);
+    parts.emplace_back(std::string("exposed ") + info.name,
+                       with.exposed_comm_s[slot] - without.exposed_comm_s[slot]);
+  }
+  parts.emplace_back("bubble", with.bubble_s - without.bubble_s);
+  parts.emplace_back("host", with.host_s - without.host_s);
+  parts.emplace_back("other", with.other_s - without.other_s);
+  std::erase_if(parts, [](const auto& part) { return std::abs(part.second) < 1e-6; });
+  std::stable_sort(parts.begin(), parts.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return parts;
+}
+
+json straggler_cost_json(const RunSummary& s) {
+  json parts = json::array();
+  for (const auto& [part, seconds] : straggler_cost_parts(s)) {
+    parts.push_back({{"part", part}, {"s", seconds}});
+  }
+  return {{"cost_s", *s.straggler_cost_s}, {"by_part", parts}};
+}
+
 json prediction_interval_json(const PredictionInterval& b) {
   return {{"low_s", b.low_s},         {"high_s", b.high_s},       {"error_p10", b.error_p10},
           {"error_p50", b.error_p50}, {"error_p90", b.error_p90}, {"rows", b.rows},
@@ -278,7 +312,10 @@ void write_summary_json(const RunSummary& s, std::ostream& out) {
       {"notes", s.notes}};
   document.update(what_if_json(s));
   if (s.distribution) document["distribution"] = distribution_json(*s.distribution);
-  if (s.straggler_cost_s) document["straggler_cost_s"] = *s.straggler_cost_s;
+  if (s.straggler_cost_s) {
+    document["straggler_cost_s"] = *s.straggler_cost_s;
+    document["stragglers"] = straggler_cost_json(s);
+  }
   if (s.prediction_interval) {
     document["prediction_interval"] = prediction_interval_json(*s.prediction_interval);
   }
@@ -295,6 +332,12 @@ void write_summary_text(const RunSummary& s, std::ostream& out) {
     out << line(
         "  stragglers cost   %+10.3f s per step (%+.1f%% over the same step without them)\n",
         *s.straggler_cost_s, without > 0 ? 100 * *s.straggler_cost_s / without : 0.0);
+    const auto parts = straggler_cost_parts(s);
+    if (!parts.empty()) out << "    where it lands on the critical rank:";
+    for (std::size_t i = 0; i < parts.size() && i < 4; ++i) {
+      out << (i ? "," : "") << " " << parts[i].first << line(" %+.3f s", parts[i].second);
+    }
+    if (!parts.empty()) out << "\n";
   }
   if (const auto& d = s.distribution) {
     out << "  over " << d->samples

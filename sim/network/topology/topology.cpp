@@ -268,16 +268,39 @@ Route Topology::nvlink_route(int src_gpu, int dst_gpu) const {
   return {gpu_up_[src_gpu], gpu_down_[dst_gpu]};
 }
 
-Route Topology::network_route(int src_gpu, int dst_gpu, int rail) const {
+void Topology::lose_nic(int node, int rail) {
+  nic_links(node, rail);  // throws std::out_of_range for a NIC that does not exist
+  if (nic_lost_.empty()) nic_lost_.assign(nic_up_.size(), 0);
+  nic_lost_[static_cast<std::size_t>(node * spec_.nic.per_node + rail)] = 1;
+}
+
+bool Topology::nic_lost(int node, int rail) const {
+  return !nic_lost_.empty() &&
+         nic_lost_[static_cast<std::size_t>(node * spec_.nic.per_node + rail)];
+}
+
+int Topology::rail_in_service(int src_node, int dst_node, int rail) const {
+  if (nic_lost_.empty()) return rail;
+  const int rails = spec_.nic.per_node;
+  for (int step = 0; step < rails; ++step) {
+    const int candidate = (rail + step) % rails;
+    if (!nic_lost(src_node, candidate) && !nic_lost(dst_node, candidate)) return candidate;
+  }
+  throw std::invalid_argument("network_route: nodes " + std::to_string(src_node) + " and " +
+                              std::to_string(dst_node) + " have no NIC rail in service in common");
+}
+
+Route Topology::network_route(int src_gpu, int dst_gpu, int requested_rail) const {
   const int src_node = node_of(src_gpu);
   const int dst_node = node_of(dst_gpu);
   if (src_node == dst_node) {
     throw std::invalid_argument("network_route: GPUs " + std::to_string(src_gpu) + " and " +
                                 std::to_string(dst_gpu) + " are on the same node");
   }
-  if (rail < 0 || rail >= spec_.nic.per_node) {
-    throw std::invalid_argument("network_route: no rail " + std::to_string(rail));
+  if (requested_rail < 0 || requested_rail >= spec_.nic.per_node) {
+    throw std::invalid_argument("network_route: no rail " + std::to_string(requested_rail));
   }
+  const int rail = rail_in_service(src_node, dst_node, requested_rail);
   // The GPU that owns the rail-`rail` NIC: the GPU itself when it is on that rail, otherwise
   // its own node's first GPU on the rail, reached over NVLink (PXN; one node is always within
   // one domain).

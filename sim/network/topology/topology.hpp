@@ -84,11 +84,21 @@ class Topology {
   // GPU to GPU over NVLink; both in one domain. Two links: src -> NVSwitch -> dst.
   Route nvlink_route(int src_gpu, int dst_gpu) const;
 
+  // Takes NIC `rail` of `node` out of service (a failed port or cable). Traffic that would use
+  // it moves to the next rail up (rail + 1, rail + 2, ... modulo the NICs per node) that is in
+  // service on both nodes of the transfer, on both ends, as NCCL's PXN does for a GPU whose own
+  // NIC it does not use: the data crosses NVLink to the GPU of that rail. Throws
+  // std::out_of_range for a NIC that does not exist.
+  void lose_nic(int node, int rail);
+  bool nic_lost(int node, int rail) const;
+
   // GPU to GPU on other nodes, leaving the source node through its NIC of `rail`. When
   // `rail` is not the source GPU's own rail, the data first crosses NVLink to the GPU of its
   // node on that rail (NCCL's PXN); when it is not the destination's rail, it crosses NVLink
   // at the far end after arriving on the destination node's rail-`rail` NIC. Between nodes:
   // same SU -> one leaf; same pod -> leaf, spine, leaf; else leaf, spine, core, spine, leaf.
+  // A lost NIC of `rail` on either node moves the transfer to the next rail both have
+  // (lose_nic); std::invalid_argument when the two nodes have no rail in common.
   Route network_route(int src_gpu, int dst_gpu, int rail) const;
 
   // The default path: nvlink_route within one domain; otherwise network_route through the
@@ -127,6 +137,10 @@ class Topology {
   std::vector<LinkId> nic_up_, nic_down_;      // NIC -> leaf, leaf -> NIC (by node*nics + rail)
   std::vector<LinkId> leaf_up_, leaf_down_;    // leaf -> spine, spine -> leaf (by leaf index)
   std::vector<LinkId> spine_up_, spine_down_;  // spine tier of a pod -> core, core -> spine
+  std::vector<char> nic_lost_;                 // by node*nics + rail; empty while none is lost
+
+  // `rail`, or the next rail in service on both nodes.
+  int rail_in_service(int src_node, int dst_node, int rail) const;
 };
 
 }  // namespace wallsim

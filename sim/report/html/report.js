@@ -93,11 +93,19 @@ function bandText() {
   return `; validation band ${fmtS(b.low_s)}–${fmtS(b.high_s)} (p10–p90 of the errors on ${b.rows} published runs: ${b.basis}${dropped})`;
 }
 
+// summary.json's stragglers: what they cost this step and where it lands on the critical rank.
+function stragglerText() {
+  const x = S.stragglers;
+  if (!x) return "";
+  const parts = x.by_part.slice(0, 3).map((p) => `${p.part} ${p.s >= 0 ? "+" : ""}${fmtS(p.s)}`).join(", ");
+  return `; stragglers cost ${fmtS(x.cost_s)} per step` + (parts ? ` (${parts})` : "");
+}
+
 function headline() {
   const w = S.walls;
   const margin = w.binding === "memory" ? `peak ${fmtPct(w.binding_margin)} over HBM` : `by ${fmtPct(w.binding_margin)} of the step`;
   return el("div", { class: "cards", id: "headline" },
-    card("Step time", fmtS(S.iteration_time_s), `${S.tokens_per_iteration.toLocaleString("en-US")} tokens` + bandText(), "", "step-time"),
+    card("Step time", fmtS(S.iteration_time_s), `${S.tokens_per_iteration.toLocaleString("en-US")} tokens` + bandText() + stragglerText(), "", "step-time"),
     card("Tokens/s per GPU", S.tokens_per_s_per_gpu.toFixed(1), null, "", "tokens"),
     card("Model TFLOP/s per GPU", S.model_tflops_per_gpu.toFixed(1), `peak ${(S.peak_flops_per_gpu / 1e12).toFixed(0)}`, "", "tflops"),
     card("MFU", fmtPct(S.mfu), null, "", "mfu"),

@@ -168,6 +168,11 @@ TEST_CASE("a straggler costs a symmetric replay what it costs a full one",
   // as nothing else varies.
   REQUIRE(slowed.straggler_cost_s);
   CHECK(*slowed.straggler_cost_s == Approx(symmetric - plain));
+  // Where it lands: every rank runs one program here, so the replayed rank's class runs every
+  // kernel 1.5x slower; its compute time grows by half.
+  REQUIRE(slowed.straggler_free_time);
+  CHECK(slowed.time.compute_s - slowed.straggler_free_time->compute_s ==
+        Approx(0.5 * slowed.straggler_free_time->compute_s).epsilon(0.01));
   const double full =
       simulate(example({straggler, "simulation.fidelity=full"})).summary.iteration_time_s;
   CHECK(symmetric == Approx(full).epsilon(0.01));
@@ -288,12 +293,72 @@ TEST_CASE("a degraded NVLink slows its tensor-parallel group", "[models][simulat
   CHECK(slow.time.exposed_comm_s[tp] > 2 * plain.time.exposed_comm_s[tp]);
 }
 
-TEST_CASE("degraded links need full fidelity and a link that exists",
+TEST_CASE("a degraded or lost link costs a symmetric replay what it costs a full one",
           "[models][simulate][variability]") {
+  // A NIC: symmetric fidelity charges the DP reduction's copies on their own NICs, so the slow
+  // NIC of node 1 (no replayed rank on it) holds back the replayed flows. An NVLink: rank 6 is
+  // not replayed; its class's replayed member takes the slow link (slowest-member pace).
+  const std::string nic = R"(variability={"gpu_cv": 0, "step_cv": 0, "degraded_links":
+      [{"nic": {"node": 1, "rail": 3}, "bandwidth_factor": 0.25}]})";
+  const std::string nvlink = R"(variability={"gpu_cv": 0, "step_cv": 0, "degraded_links":
+      [{"nvlink": {"rank": 6}, "bandwidth_factor": 0.1}]})";
+  // A lost NIC: the copies' routes move to the next rail as the replayed ones would.
+  const std::string lost = R"(variability={"gpu_cv": 0, "step_cv": 0, "lost_nics":
+      [{"node": 1, "rail": 3}]})";
+  const std::vector<std::string> two_nodes = {"num_gpus=16", "parallel.tp=8"};
+  for (const auto& [section, layout] : {std::pair{nic, two_nodes}, std::pair{lost, two_nodes},
+                                        std::pair{nvlink, std::vector<std::string>{}}}) {
+    auto symmetric = layout, full = layout, plain = layout;
+    symmetric.push_back(section);
+    full.push_back(section);
+    full.push_back("simulation.fidelity=full");
+    const double slowed_symmetric = simulate(example(symmetric)).summary.iteration_time_s;
+    const double slowed_full = simulate(example(full)).summary.iteration_time_s;
+    const double nominal = simulate(example(plain)).summary.iteration_time_s;
+    INFO(section);
+    CHECK(slowed_full > nominal);
+    CHECK(slowed_symmetric == Approx(slowed_full).epsilon(0.01));
+  }
+}
+
+TEST_CASE("a lost NIC puts two rails' traffic on one NIC, as a NIC at half its bandwidth would",
+          "[models][simulate][variability]") {
+  // tp8 dp2 on two DGX H100: the DP reduction runs one ring channel per rail. With NIC 1.3
+  // lost, the rail-3 channel moves to rail 4, so NIC 1.4 carries two channels at half speed
+  // each; the reduction ends with its slowest channel, as when NIC 1.3 alone runs at half its
+  // bandwidth (the moved channel also crosses NVLink on both ends: a few percent more).
+  const auto dp = static_cast<std::size_t>(category_slot(OpCategory::kDp));
+  const auto exposed_dp = [&](const std::string& section) {
+    return simulate(example({"num_gpus=16", "parallel.tp=8", "simulation.fidelity=full", section}))
+        .summary.time.exposed_comm_s[dp];
+  };
+  const double plain = exposed_dp(R"(variability={"gpu_cv": 0, "step_cv": 0})");
+  const double lost = exposed_dp(
+      R"(variability={"gpu_cv": 0, "step_cv": 0, "lost_nics": [{"node": 1, "rail": 3}]})");
+  const double half = exposed_dp(R"(variability={"gpu_cv": 0, "step_cv": 0, "degraded_links":
+      [{"nic": {"node": 1, "rail": 3}, "bandwidth_factor": 0.5}]})");
+  CHECK(lost > 1.5 * plain);
+  CHECK(lost == Approx(half).epsilon(0.1));
+}
+
+TEST_CASE("lost NICs must leave every two nodes a rail in common",
+          "[models][simulate][variability]") {
+  std::string all_of_node_1 = R"(variability={"lost_nics": [)";
+  for (int rail = 0; rail < 8; ++rail) {
+    all_of_node_1 +=
+        (rail ? "," : "") + std::string(R"({"node": 1, "rail": )") + std::to_string(rail) + "}";
+  }
+  all_of_node_1 += "]}";
+  CHECK_THROWS_WITH(example({"num_gpus=16", all_of_node_1}),
+                    Catch::Contains("no NIC rail in common"));
+  CHECK_THROWS_WITH(example({R"(variability={"lost_nics": [{"node": 0, "rail": 1}]})"}),
+                    Catch::Contains("a job on one node"));
   CHECK_THROWS_WITH(
-      example(
-          {R"(variability={"degraded_links": [{"nvlink": {"rank": 2}, "bandwidth_factor": 0.5}]})"}),
-      Catch::Contains("needs simulation.fidelity \"full\""));
+      example({"num_gpus=16", R"(variability={"lost_nics": [{"node": 2, "rail": 1}]})"}),
+      Catch::Contains("node = 2"));
+}
+
+TEST_CASE("degraded links need a link that exists", "[models][simulate][variability]") {
   CHECK_THROWS_WITH(example({"simulation.fidelity=full",
                              R"(variability={"degraded_links": [{"nic": {"node": 0, "rail": 0},
           "bandwidth_factor": 0.5}]})"}),

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -195,4 +196,32 @@ TEST_CASE("fewer GPUs than a node holds make one partial node", "[topology]") {
   CHECK(topology.num_nodes() == 1);
   CHECK(topology.counts().gpus == 4);
   CHECK(tiers(topology, topology.route(0, 3)) == std::vector{kNvlink, kNvlink});
+}
+
+TEST_CASE("a lost NIC's traffic moves to the next rail both nodes still have", "[topology]") {
+  Topology topology(dgx_h100(), 32);
+  // GPU 3 (node 0, rail 3) to GPU 11 (node 1, rail 3): normally NIC 0.3 -> leaf -> NIC 1.3.
+  const Route before = topology.route(3, 11);
+  topology.lose_nic(0, 3);
+  CHECK(topology.nic_lost(0, 3));
+  CHECK_FALSE(topology.nic_lost(1, 3));
+  // Rail 4 on both ends: NVLink to GPU 4 (node 0's rail-4 GPU), NIC 0.4, leaf rail 4, NIC 1.4,
+  // GPU 12, NVLink to GPU 11.
+  const Route after = topology.route(3, 11);
+  CHECK(after != before);
+  CHECK(topology.is_connected_path(after));
+  const auto nic_04 = topology.nic_links(0, 4);
+  const auto nic_14 = topology.nic_links(1, 4);
+  CHECK(std::count(after.begin(), after.end(), nic_04[0]) == 1);
+  CHECK(std::count(after.begin(), after.end(), nic_14[1]) == 1);
+  CHECK(tiers(topology, after) ==
+        std::vector{kNvlink, kNvlink, kPcie, kNicLeaf, kNicLeaf, kPcie, kNvlink, kNvlink});
+  // Rail 3 between two other nodes is unaffected.
+  CHECK(topology.route(19, 27) == Topology(dgx_h100(), 32).route(19, 27));
+  // Rail 7 lost on node 2 wraps round to rail 0.
+  topology.lose_nic(2, 7);
+  const auto nic_20 = topology.nic_links(2, 0);
+  const Route wrapped = topology.network_route(23, 31, 7);
+  CHECK(std::count(wrapped.begin(), wrapped.end(), nic_20[0]) == 1);
+  CHECK_THROWS_AS(topology.lose_nic(4, 0), std::out_of_range);
 }
