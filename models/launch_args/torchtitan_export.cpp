@@ -111,6 +111,30 @@ void add_training(const RunConfig& c, Toml& out, std::vector<std::string>& notes
   }
 }
 
+// Megatron-LM and Transformer Engine choices a run config can hold that TorchTitan has no field
+// for.
+void note_megatron_only(const RunConfig& c, std::vector<std::string>& notes) {
+  const TrainingSpec& t = c.training;
+  if (t.cuda_graphs != CudaGraphs::kNone) {
+    notes.push_back(std::string("training.cuda_graphs ") + to_string(t.cuda_graphs) +
+                    " has no TorchTitan job config field");
+  }
+  if (t.attention_backend) {
+    notes.push_back("training.attention_backend: TorchTitan picks the attention kernel itself");
+  }
+  if (t.cross_entropy_fusion != CrossEntropyFusion::kNone) {
+    notes.push_back("training.cross_entropy_fusion has no TorchTitan job config field");
+  }
+  if (t.optimizer.precision_aware) {
+    notes.push_back(
+        "training.optimizer.precision_aware (Megatron's precision-aware optimizer) "
+        "has no TorchTitan job config field");
+  }
+  if (c.model.moe && !c.layout.expert.grouped_gemm) {
+    notes.push_back("parallel.moe_grouped_gemm false: TorchTitan's MoE runs grouped GEMMs");
+  }
+}
+
 // Decoder layers per virtual stage in chain order, as the layout places them.
 std::vector<std::int64_t> stage_layers(const Layout& layout) {
   std::vector<std::int64_t> layers;
@@ -271,6 +295,7 @@ TorchTitanExport export_torchtitan_toml(const RunConfig& config) {
   add_training(config, out, result.notes);
   add_parallelism(config, out, result.notes);
   add_recompute(config, out, result.notes);
+  note_megatron_only(config, result.notes);
   out.section("compile");
   // Async TP takes effect only under torch.compile.
   out.add("enable", config.training.overlap.tp_comm && config.layout.sizes.tp > 1);

@@ -38,7 +38,8 @@ ModelChoice read_model(TorchTitanToml& toml, std::vector<std::string>& warnings)
   ModelChoice choice{entry->model_file,
                      {model.value("layers", std::int64_t{0}), model.contains("moe")}};
   if (model.value("mtp_layers", 0) > 0) {
-    // TorchTitan's deepseek_v3 trains no multi-token-prediction module.
+    // TorchTitan's deepseek_v3 trains no multi-token-prediction module (its DeepSeekV3ModelArgs,
+    // torchtitan/models/deepseek_v3/model/args.py, has no MTP field).
     warnings.push_back("model " + name + " " + flavor +
                        ": TorchTitan trains no multi-token-prediction layer; model.mtp_layers 0 "
                        "(the shipped " +

@@ -189,6 +189,14 @@ StagePlan plan_stages(TorchTitanToml& toml, const TorchTitanDegrees& d, std::int
       toml.integer(kSection, "pipeline_parallel_first_stage_less_layers").value_or(1);
   const std::int64_t last_less =
       toml.integer(kSection, "pipeline_parallel_last_stage_less_layers").value_or(1);
+  for (const auto& [key, weight] :
+       {std::pair{"pipeline_parallel_first_stage_less_layers", first_less},
+        std::pair{"pipeline_parallel_last_stage_less_layers", last_less}}) {
+    if (weight < 0 || weight > layers) {
+      toml.fail(kSection, key, str(weight),
+                "must be from 0 to the model's " + str(layers) + " layers");
+    }
+  }
   const auto parts = toml.string_lists(kSection, "module_fqns_per_model_part");
   const auto per_stage = toml.integer(kSection, "pipeline_parallel_layers_per_stage");
   StagePlan plan;

@@ -134,4 +134,8 @@ TEST_CASE("what TorchTitan cannot express is named in the notes") {
              Contains("TorchTitan trains no multi-token-prediction layer"));
   CHECK_THAT(notes("llama3-8b-16gpu-fsdp", {"parallel.order=tp-cp-ep-pp-dp"}),
              Contains("parallel.order"));
+  CHECK_THAT(notes("llama3-8b-16gpu-fsdp", {"training.cuda_graphs=per_layer"}),
+             Contains("training.cuda_graphs per_layer has no TorchTitan job config field"));
+  CHECK_THAT(notes("llama3-70b-64gpu-b200", {"training.schedule=zb_h1", "parallel.vpp=1"}),
+             Contains("training.schedule zb_h1"));
 }

@@ -227,6 +227,14 @@ TEST_CASE("pipeline schedules wallsim does not run are refused or approximated b
       import_text(job(pp + "pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
                            "pipeline_parallel_layers_per_stage = 17\n")),
       Contains("2 stages over 2 ranks: Interleaved1F1B needs 2 or more stages per rank"));
+  CHECK_THROWS_WITH(import_text(job(pp + "pipeline_parallel_first_stage_less_layers = 40\n")),
+                    Contains("pipeline_parallel_first_stage_less_layers = 40: must be from 0 to "
+                             "the model's 32 layers"));
+  CHECK_THROWS_WITH(
+      import_text(job(pp + "module_fqns_per_model_part = [[\"norm\", \"layers.0\"], "
+                           "[\"tok_embeddings\", \"output\"]]\n")),
+      Contains("module_fqns_per_model_part = norm: wallsim runs tok_embeddings on the first "
+               "model part"));
   const MegatronImport gpipe = import_text(job(pp + "pipeline_parallel_schedule = \"GPipe\"\n"));
   CHECK(load(gpipe).layout.schedule->name == "1f1b");
   CHECK(warned(gpipe, "memory is underestimated"));
