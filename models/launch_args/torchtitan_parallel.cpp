@@ -2,6 +2,7 @@
 
 #include "models/launch_args/megatron_args.hpp"
 #include "models/launch_args/torchtitan_layout.hpp"
+#include "sim/core/input_error.hpp"
 
 namespace wallsim::models {
 namespace {
@@ -265,6 +266,10 @@ void read_pipeline(TorchTitanToml& toml, const TorchTitanDegrees& d, std::int64_
 
 TorchTitanDegrees read_torchtitan_degrees(TorchTitanToml& toml,
                                           std::optional<std::int64_t> num_gpus) {
+  if (num_gpus && (*num_gpus < 1 || *num_gpus > MegatronArgs::kMaxParallel)) {
+    throw InputError("command line", "--num-gpus", str(*num_gpus),
+                     "must be from 1 to " + str(MegatronArgs::kMaxParallel));
+  }
   TorchTitanDegrees d;
   d.replicate = degree(toml, "data_parallel_replicate_degree", 1);
   d.tp = degree(toml, "tensor_parallel_degree", 1);

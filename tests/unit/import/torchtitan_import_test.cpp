@@ -145,6 +145,8 @@ TEST_CASE("the degrees give the GPU count, and contradictions name the fields") 
                                  "count 16"));
   CHECK_THROWS_WITH(import_text(job(""), std::nullopt),
                     Contains("give wallsim import --num-gpus N"));
+  CHECK_THROWS_WITH(import_text(job(""), -8),
+                    Contains("command line: --num-gpus = -8: must be from 1 to 1048576"));
   CHECK_THROWS_WITH(import_text(job("[parallelism]\ntensor_parallel_degree = 3\n"), 8),
                     Contains("8 / (replicate·cp·tp·pp = 3), is not an integer"));
   CHECK_THROWS_WITH(import_text(job("[parallelism]\ntensor_parallel_degree = \"8\"\n")),
