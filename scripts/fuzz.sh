@@ -6,7 +6,8 @@ set -euo pipefail
 build=${1:?usage: scripts/fuzz.sh BUILD_DIR [RUNS]}
 runs=${2:-20000}
 root=$(cd "$(dirname "$0")/.." && pwd)
-targets=(fuzz_run_config fuzz_cluster fuzz_profile fuzz_raw fuzz_text fuzz_vary fuzz_megatron_args fuzz_bridge_yaml)
+targets=(fuzz_run_config fuzz_cluster fuzz_profile fuzz_raw fuzz_text fuzz_vary fuzz_megatron_args fuzz_bridge_yaml
+         fuzz_torchtitan_toml)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -23,9 +24,12 @@ seed fuzz_profile "$root"/calibration/profiles/*.json
 seed fuzz_raw "$root"/tests/data/calibration/*.raw.json
 seed fuzz_megatron_args "$root"/tests/data/megatron_args/*
 seed fuzz_bridge_yaml "$root"/tests/data/bridge/*.yaml
+seed fuzz_torchtitan_toml "$root"/tests/data/torchtitan/*.toml
 mkdir -p "$work/fuzz_text"
 printf '1KiB:8GiB' >"$work/fuzz_text/range"
 printf 'training.micro_batch=2' >"$work/fuzz_text/set"
+printf '[model]\nname = "qwen3"\nflavor = "30B-A3B"\n[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_schedule = "Interleaved1F1B"\nexpert_parallel_degree = 4\n[training]\nlocal_batch_size = 4\n' \
+  >"$work/fuzz_torchtitan_toml/pipeline_experts"
 printf '{"a": [1, 2.5e3, "x"]}' >"$work/fuzz_text/json"
 mkdir -p "$work/fuzz_vary"
 printf 'tp=4,8\npp=2,4,8' >"$work/fuzz_vary/sizes"

@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ libboost-graph-dev nlohmann-json3-dev libspdlog-dev libcli11-dev
           catch2 libeigen3-dev libbenchmark-dev libopenmpi-dev openmpi-bin libyaml-cpp-dev
+          libtomlplusplus-dev
           chromium clang libclang-rt-14-dev)
 missing=()
 for package in "${packages[@]}"; do

@@ -1,6 +1,7 @@
 // `wallsim export megatron CONFIG [--set k=v] [--one-line] [--torchrun]`: the Megatron-LM arguments
 // that launch the layout CONFIG simulates (models/launch_args/megatron_export.hpp), on stdout; what
-// Megatron-LM cannot express goes to stderr as warnings.
+// Megatron-LM cannot express goes to stderr as warnings. `wallsim export torchtitan CONFIG [--set
+// k=v]` the same as a TorchTitan job config TOML (models/launch_args/torchtitan_export.hpp).
 #include <iostream>
 #include <memory>
 
@@ -8,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "models/launch_args/megatron_export.hpp"
+#include "models/launch_args/torchtitan_export.hpp"
 #include "tools/command.hpp"
 #include "tools/run_config_loading.hpp"
 
@@ -31,6 +33,13 @@ int run(const ExportOptions& options) {
   return 0;
 }
 
+int run_torchtitan(const ConfigCommandOptions& options) {
+  const models::TorchTitanExport exported = models::export_torchtitan_toml(load_config(options));
+  for (const auto& note : exported.notes) spdlog::warn("{}", note);
+  std::cout << exported.toml;
+  return 0;
+}
+
 }  // namespace
 
 void add_export_command(CLI::App& app, CommandSet& commands) {
@@ -49,6 +58,15 @@ void add_export_command(CLI::App& app, CommandSet& commands) {
                 "Start with torchrun --nproc_per_node G --nnodes N pretrain_gpt.py for the "
                 "config's GPUs");
   sub->callback([options, &commands] { commands.action = [options] { return run(*options); }; });
+
+  auto titan = std::make_shared<ConfigCommandOptions>();
+  CLI::App* toml = exporter->add_subcommand(
+      "torchtitan", "The TorchTitan job config (TOML) that launches the simulated layout");
+  toml->add_option("CONFIG", titan->config, "Run config (JSON) or a shipped example name")
+      ->required();
+  toml->add_option("--set", titan->overrides, "Override a config field, e.g. --set parallel.tp=4");
+  toml->callback(
+      [titan, &commands] { commands.action = [titan] { return run_torchtitan(*titan); }; });
 }
 
 }  // namespace wallsim::cli

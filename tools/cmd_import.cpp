@@ -1,8 +1,9 @@
 // `wallsim import megatron ARGS_FILE|- [--cluster C] [--num-gpus N] [--vocab N] [-o FILE]`: a
 // Megatron-LM launch line (a shell script holding it, bare arguments, or standard input) as a
 // wallsim run config (models/launch_args/megatron_import.hpp); `wallsim import bridge RECIPE.yaml
-// --num-gpus N …` the same from a Megatron-Bridge ConfigContainer (bridge_import.hpp). Warnings
-// name every option that is not applied; bad input exits with code 2.
+// --num-gpus N …` the same from a Megatron-Bridge ConfigContainer (bridge_import.hpp), and
+// `wallsim import torchtitan CONFIG.toml …` from a TorchTitan job config (torchtitan_import.hpp).
+// Warnings name every option that is not applied; bad input exits with code 2.
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -12,6 +13,7 @@
 
 #include "models/launch_args/bridge_import.hpp"
 #include "models/launch_args/megatron_import.hpp"
+#include "models/launch_args/torchtitan_import.hpp"
 #include "sim/core/input_error.hpp"
 #include "tools/command.hpp"
 #include "tools/run_config_loading.hpp"
@@ -25,11 +27,12 @@ struct ImportOptions {
   MegatronArgsOptions megatron;
 };
 
-int run(const ImportOptions& options, bool bridge) {
-  const models::MegatronImportOptions import = import_options(options.megatron);
+using Importer = models::MegatronImport (*)(const std::string&,
+                                            const models::MegatronImportOptions&);
+
+int run(const ImportOptions& options, Importer importer) {
   const models::MegatronImport result =
-      bridge ? models::import_bridge_file(options.args_file, import)
-             : models::import_megatron_args_file(options.args_file, import);
+      importer(options.args_file, import_options(options.megatron));
   for (const auto& warning : result.warnings) spdlog::warn("{}", warning);
   for (const auto& note : result.layout_notes) spdlog::warn("{}", note);
   const std::string text = result.config.dump(2) + "\n";
@@ -58,8 +61,9 @@ void add_import_command(CLI::App& app, CommandSet& commands) {
       ->required();
   add_megatron_import_options(*sub, options->megatron);
   sub->add_option("-o,--out", options->out, "Write the run config here (default: stdout)");
-  sub->callback(
-      [options, &commands] { commands.action = [options] { return run(*options, false); }; });
+  sub->callback([options, &commands] {
+    commands.action = [options] { return run(*options, models::import_megatron_args_file); };
+  });
 
   auto bridge = std::make_shared<ImportOptions>();
   CLI::App* yaml = import->add_subcommand(
@@ -67,8 +71,20 @@ void add_import_command(CLI::App& app, CommandSet& commands) {
   yaml->add_option("RECIPE", bridge->args_file, "The ConfigContainer YAML file")->required();
   add_megatron_import_options(*yaml, bridge->megatron);
   yaml->add_option("-o,--out", bridge->out, "Write the run config here (default: stdout)");
-  yaml->callback(
-      [bridge, &commands] { commands.action = [bridge] { return run(*bridge, true); }; });
+  yaml->callback([bridge, &commands] {
+    commands.action = [bridge] { return run(*bridge, models::import_bridge_file); };
+  });
+
+  auto titan = std::make_shared<ImportOptions>();
+  CLI::App* toml = import->add_subcommand(
+      "torchtitan",
+      "A TorchTitan job config (TOML); --num-gpus when data_parallel_shard_degree is -1");
+  toml->add_option("CONFIG", titan->args_file, "The job config TOML file")->required();
+  add_megatron_import_options(*toml, titan->megatron);
+  toml->add_option("-o,--out", titan->out, "Write the run config here (default: stdout)");
+  toml->callback([titan, &commands] {
+    commands.action = [titan] { return run(*titan, models::import_torchtitan_file); };
+  });
 }
 
 }  // namespace wallsim::cli

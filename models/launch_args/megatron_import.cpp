@@ -4,6 +4,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "models/launch_args/cluster_reference.hpp"
 #include "models/launch_args/megatron_args.hpp"
 #include "models/launch_args/megatron_model_import.hpp"
 #include "models/launch_args/megatron_training_import.hpp"
@@ -69,18 +70,6 @@ std::int64_t gpu_count(const LaunchCommand& launch, const MegatronImportOptions&
   throw InputError(source, "", "",
                    "the number of GPUs is not in the arguments (no torchrun --nproc_per_node): "
                    "give wallsim import --num-gpus N");
-}
-
-// A shipped cluster's name stays a data-root path; a file is named by its absolute path so the
-// config works wherever it is written.
-std::string cluster_reference(const std::string& cluster) {
-  const std::string shipped = "configs/clusters/" + cluster + ".json";
-  if (resolve_data_path(shipped, "")) return shipped;
-  if (std::filesystem::exists(cluster)) {
-    return std::filesystem::absolute(cluster).lexically_normal().string();
-  }
-  throw InputError("command line", "--cluster", cluster,
-                   "no such cluster file (give a path, or a shipped name such as dgx-h100)");
 }
 
 // The loader's JSON paths, with the Megatron option each came from.
