@@ -28,8 +28,8 @@ double segment_bytes(double request_bytes) {
 }
 
 double torch_cublas_workspace_bytes(int compute_capability) {
-  // ":4096:8" from sm_90 on, ":4096:2:16:8" before (size in KiB, then count).
-  if (compute_capability >= 90) return 4096 * kKiB * 8;
+  // ":4096:8" for major 9-12, ":4096:2:16:8" otherwise (size in KiB, then count).
+  if (compute_capability >= 90 && compute_capability < 130) return 4096 * kKiB * 8;
   return 4096 * kKiB * 2 + 16 * kKiB * 8;
 }
 

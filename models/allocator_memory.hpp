@@ -47,8 +47,8 @@ double segment_bytes(double request_bytes);
 
 // cuBLAS workspace PyTorch allocates per (handle, stream) from the caching allocator
 // (aten/src/ATen/cuda/CublasHandlePool.cpp, CUBLAS_WORKSPACE_CONFIG unset): ":4096:8", 32 MiB,
-// from sm_90 on; ":4096:2:16:8", 8 MiB + 128 KiB, before. `compute_capability` is major·10 +
-// minor.
+// for Hopper and Blackwell (major 9-12); ":4096:2:16:8", 8 MiB + 128 KiB, before.
+// `compute_capability` is major·10 + minor.
 double torch_cublas_workspace_bytes(int compute_capability);
 
 // Transformer Engine's cuBLASLt workspace (transformer_engine/pytorch/module/base.py,

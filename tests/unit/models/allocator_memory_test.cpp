@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/memory.hpp"
+#include "models/report_json.hpp"
 #include "models/training_spec.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/core/json_reader.hpp"
@@ -48,11 +49,13 @@ TEST_CASE("segments are 2 MiB for small requests, 20 MiB up to 10 MiB, else roun
   CHECK(segment_bytes(10 * kMiB + 1) == 12 * kMiB);
 }
 
-TEST_CASE("cuBLAS workspaces are 32 MiB from Hopper on and smaller before", "[models][allocator]") {
-  // PyTorch: ":4096:8" = 8 x 4096 KiB on sm_90; ":4096:2:16:8" = 2 x 4096 KiB + 8 x 16 KiB.
+TEST_CASE("cuBLAS workspaces are 32 MiB on Hopper and Blackwell and smaller elsewhere",
+          "[models][allocator]") {
+  // PyTorch: ":4096:8" = 8 x 4096 KiB for major 9-12; ":4096:2:16:8" = 2 x 4096 KiB + 8 x 16 KiB.
   CHECK(torch_cublas_workspace_bytes(90) == 32 * kMiB);
   CHECK(torch_cublas_workspace_bytes(100) == 32 * kMiB);
   CHECK(torch_cublas_workspace_bytes(80) == 8 * kMiB + 128 * 1024);
+  CHECK(torch_cublas_workspace_bytes(130) == 8 * kMiB + 128 * 1024);
   // Transformer Engine: 32 MiB or 4 MiB, three copies with userbuffer TP overlap.
   CHECK(te_cublas_workspace_bytes(90, false) == 32 * kMiB);
   CHECK(te_cublas_workspace_bytes(90, true) == 96 * kMiB);
@@ -99,6 +102,26 @@ TEST_CASE("allocated, reserved and peak of a small GPT derived by hand", "[model
   CHECK(s.buffers == Approx(s.peak - tracked));
   CHECK(report.peak_allocated_bytes == s.allocated);
   CHECK(report.peak_reserved_bytes == s.reserved);
+}
+
+TEST_CASE("wallsim memory --json carries allocated and reserved beside the peak",
+          "[models][allocator]") {
+  const ModelSpec m = gpt_model(2, 1024, 16);
+  const TrainingSpec t = training(1024, 1, 1);
+  const MemoryReport report = memory_report(m, layout_for(m, 1, 1, t), t, 80e9);
+  const nlohmann::json j = memory_json(report);
+  CHECK(j["peak_allocated_bytes"] == report.peak_allocated_bytes);
+  CHECK(j["peak_reserved_bytes"] == report.peak_reserved_bytes);
+  CHECK(j["fit_margin"] == 0.05);
+  const StageMemory& s = report.stages[0];
+  const nlohmann::json& stage = j["per_stage"][0];
+  CHECK(stage["allocated"] == s.allocated);
+  CHECK(stage["reserved"] == s.reserved);
+  CHECK(stage["workspaces"] == s.workspaces);
+  CHECK(stage["allocator_slack"] == s.allocator_slack);
+  CHECK(stage["outside_allocator"] == s.outside_allocator);
+  CHECK(stage["peak"] == s.peak);
+  CHECK(stage["buffers"] == s.buffers);
 }
 
 TEST_CASE("each communicator of size above one adds its NCCL buffers", "[models][allocator]") {
