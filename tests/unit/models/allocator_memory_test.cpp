@@ -104,6 +104,22 @@ TEST_CASE("allocated, reserved and peak of a small GPT derived by hand", "[model
   CHECK(report.peak_reserved_bytes == s.reserved);
 }
 
+TEST_CASE("expandable segments leave page rounding instead of a layer's working set",
+          "[models][allocator]") {
+  // The same small GPT as above: 34·s·b·h = 34 MiB of fragmentation without the option,
+  // half a 20 MiB page on each of the two streams with it; allocated does not change.
+  const ModelSpec m = gpt_model(2, 1024, 16);
+  TrainingSpec t = training(1024, 1, 1);
+  const Layout layout = layout_for(m, 1, 1, t);
+  const StageMemory plain = memory_report(m, layout, t, 80e9).stages[0];
+  t.expandable_segments = true;
+  const StageMemory expandable = memory_report(m, layout, t, 80e9).stages[0];
+  CHECK(plain.allocator_slack == Approx(4 * kMiB + 34 * kMiB));
+  CHECK(expandable.allocator_slack == Approx(4 * kMiB + 20 * kMiB));
+  CHECK(expandable.allocated == plain.allocated);
+  CHECK(plain.reserved - expandable.reserved == Approx(14 * kMiB));
+}
+
 TEST_CASE("wallsim memory --json carries allocated and reserved beside the peak",
           "[models][allocator]") {
   const ModelSpec m = gpt_model(2, 1024, 16);
