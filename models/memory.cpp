@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/activation_memory.hpp"
+#include "models/allocator_memory.hpp"
 #include "models/parameter_count.hpp"
 #include "models/pipeline_schedule.hpp"
 
@@ -169,13 +170,50 @@ double unit_buffer_bytes(const ModelSpec& model, const Layout& layout, const Tra
   return 2.0 * largest * per_param;
 }
 
-double buffer_bytes(const MemoryAllowances& allowances, double tracked_bytes) {
-  return allowances.cuda_context_bytes + allowances.workspace_bytes + allowances.comm_buffer_bytes +
-         allowances.allocator_slack * tracked_bytes;
+// The cuBLAS workspace of PyTorch's compute stream and Transformer Engine's (allocator_memory.hpp),
+// unless training.memory_allowances.workspaces states them.
+double workspace_bytes(const TrainingSpec& training, int compute_capability) {
+  if (training.memory_allowances.workspace_bytes)
+    return *training.memory_allowances.workspace_bytes;
+  return torch_cublas_workspace_bytes(compute_capability) +
+         te_cublas_workspace_bytes(compute_capability, training.overlap.tp_comm);
+}
+
+// NCCL buffers of the communicators a rank belongs to: TP, CP, DP×CP (the gradient reduction
+// and distributed optimizer), EP, each a ring receiving from one peer per channel, and the
+// pipeline's send/recv to the stages before and after; unless memory_allowances.comm_buffers.
+double nccl_buffer_bytes(const Layout& layout, const MemoryAllowances& allowances) {
+  if (allowances.comm_buffer_bytes) return *allowances.comm_buffer_bytes;
+  const int channels = allowances.nccl_channels;
+  double bytes = 0;
+  for (std::int64_t size : {layout.sizes.tp, layout.sizes.cp, layout.dp_cp(), layout.expert.ep}) {
+    if (size > 1) bytes += nccl_communicator_bytes(channels, 1);
+  }
+  if (layout.sizes.pp > 1) bytes += nccl_communicator_bytes(channels, 2);
+  return bytes;
+}
+
+// Allocated, reserved and device bytes on top of the tracked ones (memory.hpp).
+void add_device_bytes(const ModelSpec& model, const Layout& layout, const TrainingSpec& training,
+                      int compute_capability, StageMemory& m) {
+  const MemoryAllowances& allowances = training.memory_allowances;
+  const double tracked = m.weights + m.grads + m.optimizer + m.activations + m.unit_buffers;
+  m.workspaces = workspace_bytes(training, compute_capability);
+  m.allocated = tracked + m.workspaces;
+  AllocatorSettings settings;
+  settings.expandable_segments = training.expandable_segments;
+  const double largest_layer =
+      recompute_transient_bytes(model, layout, stage_setting(layout, training), m.stage);
+  m.allocator_slack =
+      allocator_slack_bytes(settings, largest_layer) + allowances.allocator_slack * tracked;
+  m.reserved = m.allocated + m.allocator_slack;
+  m.outside_allocator = allowances.cuda_context_bytes + nccl_buffer_bytes(layout, allowances);
+  m.peak = m.reserved + m.outside_allocator;
+  m.buffers = m.peak - tracked;
 }
 
 StageMemory stage_memory(const ModelSpec& model, const Layout& layout, const TrainingSpec& training,
-                         std::int64_t stage) {
+                         std::int64_t stage, int compute_capability) {
   StageMemory m;
   m.stage = stage;
   m.layers = layout.placement.stages[static_cast<std::size_t>(stage)];
@@ -201,9 +239,7 @@ StageMemory stage_memory(const ModelSpec& model, const Layout& layout, const Tra
   m.activations = activations.bytes;
   m.microbatches_in_flight = activations.in_flight;
   m.unit_buffers = unit_buffer_bytes(model, layout, training, stage);
-  const double tracked = m.weights + m.grads + m.optimizer + m.activations + m.unit_buffers;
-  m.buffers = buffer_bytes(training.memory_allowances, tracked);
-  m.peak = tracked + m.buffers;
+  add_device_bytes(model, layout, training, compute_capability, m);
   return m;
 }
 
@@ -321,18 +357,26 @@ double megatron_weight_and_optimizer_bytes(const ModelSpec& model, const Layout&
   return (n_tp + n_rep) * beta(layout.sizes.dp) + n_exp * beta(layout.expert.edp);
 }
 
+bool fits_with_margin(double peak_bytes, double hbm_bytes, double fit_margin) {
+  return peak_bytes <= (1.0 - fit_margin) * hbm_bytes;
+}
+
 MemoryReport memory_report(const ModelSpec& model, const Layout& layout,
-                           const TrainingSpec& training, double hbm_bytes) {
+                           const TrainingSpec& training, double hbm_bytes, int compute_capability) {
   MemoryReport report;
   for (std::int64_t stage = 0; stage < layout.sizes.pp; ++stage) {
-    report.stages.push_back(stage_memory(model, layout, training, stage));
-    if (report.stages.back().peak > report.peak_bytes) {
-      report.peak_bytes = report.stages.back().peak;
+    report.stages.push_back(stage_memory(model, layout, training, stage, compute_capability));
+    const StageMemory& s = report.stages.back();
+    report.peak_allocated_bytes = std::max(report.peak_allocated_bytes, s.allocated);
+    report.peak_reserved_bytes = std::max(report.peak_reserved_bytes, s.reserved);
+    if (s.peak > report.peak_bytes) {
+      report.peak_bytes = s.peak;
       report.worst_stage = stage;
     }
   }
   report.hbm_bytes = hbm_bytes;
-  report.fits_in_memory = report.peak_bytes <= hbm_bytes;
+  report.fit_margin = training.memory_allowances.fit_margin;
+  report.fits_in_memory = fits_with_margin(report.peak_bytes, hbm_bytes, report.fit_margin);
   report.optimizer_shards = optimizer_shards(layout, training);
   report.megatron_static_bytes = megatron_weight_and_optimizer_bytes(model, layout, training);
   add_notes(model, layout, training, report);

@@ -27,7 +27,12 @@
 // Sharding (layout.data_sharding, ZeRO stages): optimizer state ÷ dp·cp from "optimizer" on,
 // gradients from "grads" on, bf16 weights with "params" (routed experts ÷ edp); the ZeRO paper's
 // (2 + 2 + K)Ψ / N_d family (Rajbhandari et al. 2020, §5), with 4-byte main gradients.
-// Buffers: training.memory_allowances.
+// Beyond tracked bytes (models/allocator_memory.hpp, docs/reference/allocator.md): `allocated` adds
+// the cuBLAS and Transformer Engine workspaces (tensors of PyTorch's allocator, so in
+// max_memory_allocated); `reserved` adds the caching allocator's slack (small-pool segments and
+// fragmentation, max_memory_reserved); `peak` adds what lives outside the allocator, the CUDA
+// context and NCCL's buffers, and is what a GPU must hold. A layout fits when every stage's peak
+// is at most (1 - fit_margin) of the GPU's memory (training.memory_allowances).
 #pragma once
 
 #include <cstdint>
@@ -80,15 +85,23 @@ struct StageMemory {
   double grads = 0;
   double optimizer = 0;
   double activations = 0;
-  double unit_buffers = 0;  // ZeRO-2/3: unsharded unit gradients and gathered unit parameters
-  double buffers = 0;
-  double peak = 0;
+  double unit_buffers = 0;       // ZeRO-2/3: unsharded unit gradients and gathered unit parameters
+  double workspaces = 0;         // cuBLAS and Transformer Engine workspaces (in allocated)
+  double allocated = 0;          // tracked bytes + workspaces: max_memory_allocated
+  double allocator_slack = 0;    // small-pool segments and fragmentation (reserved - allocated)
+  double reserved = 0;           // allocated + allocator_slack: max_memory_reserved
+  double outside_allocator = 0;  // CUDA context and NCCL buffers
+  double buffers = 0;            // everything beyond tracked bytes: peak - tracked
+  double peak = 0;               // reserved + outside_allocator: the device's memory in use
   std::int64_t microbatches_in_flight = 0;  // (micro-batch, chunk) forwards alive at the peak
 };
 
 struct MemoryReport {
   std::vector<StageMemory> stages;
-  double peak_bytes = 0;
+  double peak_bytes = 0;            // max over stages of `peak`
+  double peak_allocated_bytes = 0;  // max over stages of `allocated`
+  double peak_reserved_bytes = 0;   // max over stages of `reserved`
+  double fit_margin = 0;            // fraction of hbm_bytes kept free by the fit judgement
   std::int64_t worst_stage = 0;
   double hbm_bytes = 0;
   bool fits_in_memory = false;
@@ -97,7 +110,12 @@ struct MemoryReport {
   std::vector<std::string> notes;
 };
 
+// `compute_capability` (major·10 + minor) sizes the cuBLAS workspaces; 90 (Hopper) unless told.
 MemoryReport memory_report(const ModelSpec& model, const Layout& layout,
-                           const TrainingSpec& training, double hbm_bytes);
+                           const TrainingSpec& training, double hbm_bytes,
+                           int compute_capability = 90);
+
+// Whether a device peak fits: peak ≤ (1 - fit_margin)·hbm_bytes.
+bool fits_with_margin(double peak_bytes, double hbm_bytes, double fit_margin);
 
 }  // namespace wallsim::models

@@ -24,6 +24,11 @@ nlohmann::json stage_json(const StageMemory& s) {
           {"activations", s.activations},
           {"buffers", s.buffers},
           {"unit_buffers", s.unit_buffers},
+          {"workspaces", s.workspaces},
+          {"allocated", s.allocated},
+          {"allocator_slack", s.allocator_slack},
+          {"reserved", s.reserved},
+          {"outside_allocator", s.outside_allocator},
           {"peak", s.peak},
           {"parameters", s.parameters},
           {"microbatches_in_flight", s.microbatches_in_flight},
@@ -55,8 +60,11 @@ nlohmann::json memory_json(const MemoryReport& m) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& stage : m.stages) stages.push_back(stage_json(stage));
   return {{"peak_bytes", m.peak_bytes},
+          {"peak_allocated_bytes", m.peak_allocated_bytes},
+          {"peak_reserved_bytes", m.peak_reserved_bytes},
           {"worst_stage", m.worst_stage},
           {"hbm_bytes", m.hbm_bytes},
+          {"fit_margin", m.fit_margin},
           {"fits_in_memory", m.fits_in_memory},
           {"optimizer_shards", m.optimizer_shards},
           {"megatron_static_bytes", m.megatron_static_bytes},

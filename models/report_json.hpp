@@ -16,10 +16,11 @@ namespace wallsim::models {
 // model_per_token, hardware_per_token, model_per_gpu, hardware_per_gpu, breakdown{...}, notes.
 nlohmann::json flops_json(const IterationFlops& flops, const std::vector<std::string>& notes);
 
-// peak_bytes, worst_stage, hbm_bytes, fits_in_memory, optimizer_shards, megatron_static_bytes,
-// per_stage[] {stage, weights, grads, optimizer, activations, buffers, peak, parameters,
-// microbatches_in_flight, embedding, output_layer, layers[] {chunk, first_layer, last_layer,
-// count}}, notes.
+// peak_bytes, peak_allocated_bytes, peak_reserved_bytes, worst_stage, hbm_bytes, fit_margin,
+// fits_in_memory, optimizer_shards, megatron_static_bytes, per_stage[] {stage, weights, grads,
+// optimizer, activations, buffers, unit_buffers, workspaces, allocated, allocator_slack,
+// reserved, outside_allocator, peak, parameters, microbatches_in_flight, embedding,
+// output_layer, layers[] {chunk, first_layer, last_layer, count}}, notes.
 nlohmann::json memory_json(const MemoryReport& memory);
 
 }  // namespace wallsim::models

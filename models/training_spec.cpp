@@ -27,9 +27,11 @@ MemoryAllowances parse_allowances(const JsonNode& node) {
   JsonObject object(node);
   MemoryAllowances a;
   a.cuda_context_bytes = read_bytes(object, "cuda_context", a.cuda_context_bytes);
-  a.workspace_bytes = read_bytes(object, "workspaces", a.workspace_bytes);
-  a.comm_buffer_bytes = read_bytes(object, "comm_buffers", a.comm_buffer_bytes);
+  if (object.find("workspaces")) a.workspace_bytes = read_bytes(object, "workspaces", 0.0);
+  if (object.find("comm_buffers")) a.comm_buffer_bytes = read_bytes(object, "comm_buffers", 0.0);
+  a.nccl_channels = static_cast<int>(object.integer_or("nccl_channels", a.nccl_channels, 1, 64));
   a.allocator_slack = object.number_or("allocator_slack", a.allocator_slack, 0.0, 0.99);
+  a.fit_margin = object.number_or("fit_margin", a.fit_margin, 0.0, 0.5);
   object.finish();
   return a;
 }
@@ -163,6 +165,7 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
   if (auto allowances = object.find("memory_allowances")) {
     t.memory_allowances = parse_allowances(*allowances);
   }
+  t.expandable_segments = object.boolean_or("expandable_segments", t.expandable_segments);
   object.finish();
   return t;
 }

@@ -40,22 +40,28 @@ struct OverlapSpec {
   bool ep_comm = false;
 };
 
-// Per-GPU memory outside the analytical accounting (`training.memory_allowances`).
-// Defaults are deliberately round, order-of-magnitude figures, to be refined by calibration:
+// Per-GPU memory beyond weights, gradients, optimizer state and activations
+// (`training.memory_allowances`; models/allocator_memory.hpp and docs/reference/allocator.md
+// derive the defaults):
 //  * cuda_context 512 MiB: CUDA 12 context + loaded kernels of PyTorch/TE, as nvidia-smi shows
-//    for an idle process on H100 (several hundred MiB; not seen by torch.cuda.memory_allocated).
-//  * workspaces 256 MiB: cuBLAS/cuBLASLt workspaces (TE allocates 32 MiB per stream on Hopper)
-//    plus Transformer Engine and flash-attention scratch.
-//  * comm_buffers 1 GiB: NCCL channel buffers (NCCL_BUFFSIZE = 4 MiB per channel and peer) over
-//    the job's TP/CP/DP/PP communicators, and P2P staging.
-//  * allocator_slack 0.05: PyTorch caching-allocator fragmentation, as a fraction of the
-//    tracked bytes (weights + grads + optimizer + activations); Megatron's own activation
-//    estimate adds a flat 5 % (megatron_formulas.md §3, Formula B).
+//    for an idle process on H100 (several hundred MiB; outside PyTorch's allocator). A round
+//    figure, not derived.
+//  * workspaces: cuBLAS and Transformer Engine workspaces; unset, PyTorch's and TE's defaults
+//    for the GPU's architecture.
+//  * comm_buffers: NCCL buffers; unset, nccl_channels × peers × NCCL's per-protocol buffer
+//    sizes for each communicator the rank belongs to.
+//  * nccl_channels 16: channels per NCCL communicator (NCCL picks 16–32 on NVLink nodes; not
+//    measured here).
+//  * allocator_slack 0: an extra fraction of the tracked bytes reserved on top of the caching
+//    allocator's modelled slack (for a calibrated correction; 0 adds nothing).
+//  * fit_margin 0.05: the fraction of the GPU's memory a layout must leave free to fit.
 struct MemoryAllowances {
   double cuda_context_bytes = 512.0 * 1024 * 1024;
-  double workspace_bytes = 256.0 * 1024 * 1024;
-  double comm_buffer_bytes = 1024.0 * 1024 * 1024;
-  double allocator_slack = 0.05;
+  std::optional<double> workspace_bytes;
+  std::optional<double> comm_buffer_bytes;
+  int nccl_channels = 16;
+  double allocator_slack = 0.0;
+  double fit_margin = 0.05;
 };
 
 struct TrainingSpec {
@@ -91,6 +97,10 @@ struct TrainingSpec {
   // (models/step/activation_offload.hpp).
   bool offload_activations = false;
   MemoryAllowances memory_allowances;
+  // training.expandable_segments: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True. Off by
+  // default, as PyTorch ships it and as Megatron-Bridge's Slurm performance recipes and the
+  // validated B200 launchers leave it (docs/reference/allocator.md).
+  bool expandable_segments = false;
 
   bool recomputes(const std::string& module) const;
 };

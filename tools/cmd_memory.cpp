@@ -35,7 +35,8 @@ void print_stage(const models::StageMemory& s, int layers_width, bool unit_buffe
               format_bytes(s.grads).c_str(), format_bytes(s.optimizer).c_str(),
               format_bytes(s.activations).c_str());
   if (unit_buffers) std::printf(" %12s", format_bytes(s.unit_buffers).c_str());
-  std::printf(" %11s %11s\n", format_bytes(s.buffers).c_str(), format_bytes(s.peak).c_str());
+  std::printf(" %11s %11s %11s\n", format_bytes(s.allocated).c_str(),
+              format_bytes(s.reserved).c_str(), format_bytes(s.peak).c_str());
 }
 
 void print_table(const models::RunConfig& config, const models::MemoryReport& m) {
@@ -54,18 +55,23 @@ void print_table(const models::RunConfig& config, const models::MemoryReport& m)
   std::printf("  %5s  %-*s %11s %11s %11s %11s", "stage", layers_width, "layers", "weights",
               "grads", "optimizer", "activations");
   if (unit_buffers) std::printf(" %12s", "unit buffers");
-  std::printf(" %11s %11s\n", "buffers", "peak");
+  std::printf(" %11s %11s %11s\n", "allocated", "reserved", "peak");
   for (const auto& stage : m.stages) print_stage(stage, layers_width, unit_buffers);
-  std::printf("peak %s on stage %lld of %s HBM: %s\n", format_bytes(m.peak_bytes).c_str(),
-              static_cast<long long>(m.worst_stage), format_bytes(m.hbm_bytes).c_str(),
+  std::printf(
+      "allocated: tracked bytes + cuBLAS/TE workspaces (max_memory_allocated); reserved: + the "
+      "caching allocator's segments and fragmentation (max_memory_reserved); peak: + CUDA "
+      "context and NCCL buffers\n");
+  std::printf("peak %s on stage %lld of %s HBM, %.0f%% kept free: %s\n",
+              format_bytes(m.peak_bytes).c_str(), static_cast<long long>(m.worst_stage),
+              format_bytes(m.hbm_bytes).c_str(), 100 * m.fit_margin,
               m.fits_in_memory ? "fits" : "DOES NOT FIT");
   for (const auto& note : m.notes) std::printf("note: %s\n", note.c_str());
 }
 
 int run(const ConfigCommandOptions& options) {
   const models::RunConfig config = load_config(options);
-  models::MemoryReport report =
-      models::memory_report(config.model, config.layout, config.training, hbm_bytes(config));
+  models::MemoryReport report = models::memory_report(
+      config.model, config.layout, config.training, hbm_bytes(config), compute_capability(config));
   report.notes.insert(report.notes.begin(), config.layout.notes.begin(), config.layout.notes.end());
   if (options.json) {
     log_notes(config.layout.notes);

@@ -109,7 +109,8 @@ int run(const RunOptions& options) {
         models::sensitivities(config, profile.gpu, profile.comm, baseline);
   }
   if (!result.summary.fits_in_memory) {
-    result.summary.fit_suggestions = models::fit_suggestions(config, result.summary.hbm_bytes);
+    result.summary.fit_suggestions =
+        models::fit_suggestions(config, result.summary.hbm_bytes, profile.gpu.compute_capability);
   }
   std::ostream& human = options.config.json ? std::cerr : std::cout;
   if (options.config.json) {

@@ -78,18 +78,31 @@ models::RunConfig load_config(const ConfigCommandOptions& options) {
   return models::load_run_config(resolve_config_path(options.config), options.overrides);
 }
 
-double hbm_bytes(const models::RunConfig& config) {
+namespace {
+
+// The GPU section of the run's calibration profile: inline, given, or shipped for its GPU.
+GpuProfile gpu_profile_of(const models::RunConfig& config) {
   if (config.calibration_inline) {
     const nlohmann::json& profile = *config.calibration_inline;
     if (!profile.contains("gpu")) {
       JsonNode(profile, config.file, "calibration").fail("an inline profile needs a gpu section");
     }
-    return parse_gpu_profile(JsonNode(profile.at("gpu"), config.file, "calibration.gpu")).hbm_bytes;
+    return parse_gpu_profile(JsonNode(profile.at("gpu"), config.file, "calibration.gpu"));
   }
   const std::string path = config.calibration_path.empty()
                                ? shipped_profile_path(config.cluster.gpu)
                                : config.calibration_path;
-  return load_profile(path).gpu.hbm_bytes;
+  return load_profile(path).gpu;
+}
+
+}  // namespace
+
+double hbm_bytes(const models::RunConfig& config) {
+  return gpu_profile_of(config).hbm_bytes;
+}
+
+int compute_capability(const models::RunConfig& config) {
+  return gpu_profile_of(config).compute_capability;
 }
 
 void log_notes(const std::vector<std::string>& notes) {

@@ -45,6 +45,8 @@ models::RunConfig load_config(const ConfigCommandOptions& options);
 // HBM bytes of one GPU from the run's calibration profile (the cluster GPU's shipped profile
 // unless the config names one).
 double hbm_bytes(const models::RunConfig& config);
+// Its compute capability (major·10 + minor), from the same profile.
+int compute_capability(const models::RunConfig& config);
 
 // Notes go to stderr as warnings (stdout stays one JSON document with --json).
 void log_notes(const std::vector<std::string>& notes);

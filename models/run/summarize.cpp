@@ -90,6 +90,8 @@ std::vector<StageMemorySummary> stage_memory(const MemoryReport& report, const S
                                stage.buffers,
                                stage.peak};
     summary.unit_buffers = stage.unit_buffers;
+    summary.allocated = stage.allocated;
+    summary.reserved = stage.reserved;
     for (std::size_t r = 0; r < program.graphs.size(); ++r) {
       if (program.stage[r] != stage.stage) continue;
       summary.simulated_peak = std::max(summary.simulated_peak, replay.ranks[r].peak_bytes);
@@ -152,6 +154,9 @@ RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepP
   const MemoryReport& memory = program.memory;
   s.hbm_bytes = memory.hbm_bytes;
   s.peak_bytes = memory.peak_bytes;
+  s.peak_allocated_bytes = memory.peak_allocated_bytes;
+  s.peak_reserved_bytes = memory.peak_reserved_bytes;
+  s.fit_margin = memory.fit_margin;
   s.fits_in_memory = memory.fits_in_memory;
   s.per_stage = stage_memory(memory, program, replay);
   s.notes = config.layout.notes;

@@ -158,15 +158,16 @@ std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile
   return all;
 }
 
-std::vector<FitCandidate> fit_suggestions(const RunConfig& config, double hbm_bytes) {
+std::vector<FitCandidate> fit_suggestions(const RunConfig& config, double hbm_bytes,
+                                          int compute_capability) {
   std::vector<FitCandidate> result;
   for (const Candidate& candidate : candidates(config)) {
     FitCandidate fit;
     fit.change = candidate.change;
     try {
       const RunConfig changed = variant_of(config, candidate.overrides);
-      const MemoryReport memory =
-          memory_report(changed.model, changed.layout, changed.training, hbm_bytes);
+      const MemoryReport memory = memory_report(changed.model, changed.layout, changed.training,
+                                                hbm_bytes, compute_capability);
       fit.peak_bytes = memory.peak_bytes;
       fit.fits = memory.fits_in_memory;
     } catch (const InputError& error) {

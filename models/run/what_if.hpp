@@ -33,8 +33,10 @@ std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile
 // then gradient and parameter sharding (ZeRO-2, ZeRO-3), bf16 gradient reduction, the
 // precision-aware optimizer with bf16 moments and activation offloading.
 // Only those that change something are listed; each with its analytical peak and whether it
-// fits in `hbm_bytes`. Each candidate is a variant of the config (variant_of: overrides read
-// and validated by the config loader); one the loader refuses is listed as not valid.
-std::vector<FitCandidate> fit_suggestions(const RunConfig& config, double hbm_bytes);
+// fits in `hbm_bytes` less the fit margin (memory.hpp; `compute_capability` sizes the cuBLAS
+// workspaces). Each candidate is a variant of the config (variant_of: overrides read and
+// validated by the config loader); one the loader refuses is listed as not valid.
+std::vector<FitCandidate> fit_suggestions(const RunConfig& config, double hbm_bytes,
+                                          int compute_capability = 90);
 
 }  // namespace wallsim::models

@@ -62,7 +62,7 @@ ScreenedPoint screen_point(const SweepBase& base, const SweepSpace& space, std::
   if (!memory.fits_in_memory) {
     s.stage = PointStage::pruned_by_memory;
     s.reason_key = "memory";
-    s.reason = "analytical peak exceeds HBM";
+    s.reason = "analytical peak exceeds HBM less its fit margin";
     s.config.reset();
     return s;
   }

@@ -21,6 +21,8 @@ struct StageMemorySummary {
   double unit_buffers = 0;           // ZeRO-2/3 transient unit gradients and gathered parameters
   double simulated_peak = 0;         // from the replay's memory timeline
   double simulated_activations = 0;  // simulated peak minus the static bytes
+  double allocated = 0;              // PyTorch's max_memory_allocated (models/memory.hpp)
+  double reserved = 0;               // PyTorch's max_memory_reserved
 };
 
 // How the critical rank's step splits (the walls of sim/report/README.md).
@@ -181,7 +183,10 @@ struct RunSummary {
   double hardware_flops_per_iteration = 0;
 
   double hbm_bytes = 0;
-  double peak_bytes = 0;  // max over stages of the analytical peak
+  double peak_bytes = 0;            // max over stages of the analytical peak
+  double peak_allocated_bytes = 0;  // max over stages of allocated
+  double peak_reserved_bytes = 0;   // max over stages of reserved
+  double fit_margin = 0;            // fits: peak_bytes <= (1 - fit_margin) * hbm_bytes
   bool fits_in_memory = true;
   std::vector<StageMemorySummary> per_stage;
 

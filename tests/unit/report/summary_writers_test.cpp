@@ -49,6 +49,43 @@ TEST_CASE("summary.json carries the documented field names", "[report][writers]"
   CHECK(json["compute"].contains("hbm_bandwidth_Bps"));
 }
 
+TEST_CASE("summary.json reports allocated and reserved beside the peak, per stage and overall",
+          "[report][writers]") {
+  RunSummary s = sample();
+  s.hbm_bytes = 16;
+  s.peak_bytes = 15;
+  s.peak_allocated_bytes = 12;
+  s.peak_reserved_bytes = 13;
+  s.fit_margin = 0.05;
+  s.per_stage[0].allocated = 12;
+  s.per_stage[0].reserved = 13;
+  std::ostringstream out;
+  write_summary_json(s, out);
+  const auto json = nlohmann::json::parse(out.str());
+  CHECK(json["memory"]["peak_bytes"] == 15.0);
+  CHECK(json["memory"]["peak_allocated_bytes"] == 12.0);
+  CHECK(json["memory"]["peak_reserved_bytes"] == 13.0);
+  CHECK(json["memory"]["fit_margin"] == 0.05);
+  CHECK(json["memory"]["hbm_bytes"] == 16.0);
+  CHECK(json["memory"]["per_stage"][0]["allocated"] == 12.0);
+  CHECK(json["memory"]["per_stage"][0]["reserved"] == 13.0);
+  CHECK(json["memory"]["per_stage"][0]["simulated_peak"] == 3.0);
+}
+
+TEST_CASE("the text summary flags a stage whose peak eats into the fit margin",
+          "[report][writers]") {
+  RunSummary s = sample();  // stage 0 peaks at 15 bytes
+  s.hbm_bytes = 15.5;       // above the peak, but 95% of it (14.7) is not
+  s.fit_margin = 0.05;
+  std::ostringstream tight;
+  write_summary_text(s, tight);
+  CHECK(tight.str().find("DOES NOT FIT") != std::string::npos);
+  s.fit_margin = 0;
+  std::ostringstream roomy;
+  write_summary_text(s, roomy);
+  CHECK(roomy.str().find("DOES NOT FIT") == std::string::npos);
+}
+
 namespace {
 
 KernelFamily family(const std::string& name, double time_s) {
