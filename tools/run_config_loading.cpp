@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "calibration/profile.hpp"
+#include "models/launch_args/bridge_import.hpp"
+#include "models/launch_args/torchtitan_import.hpp"
 #include "sim/core/data_path.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/core/json_reader.hpp"
@@ -56,24 +58,50 @@ void add_megatron_args_option(CLI::App& command, ConfigCommandOptions& options) 
   command.add_option("--megatron-args", options.megatron_args,
                      "Read the job from Megatron-LM arguments (a launch script, bare arguments, "
                      "or - for stdin) instead of CONFIG");
+  command.add_option("--bridge", options.bridge_yaml,
+                     "Read the job from a Megatron-Bridge / NeMo 2 config dumped as YAML instead "
+                     "of CONFIG");
+  command.add_option("--torchtitan", options.torchtitan_toml,
+                     "Read the job from a TorchTitan job config (TOML) instead of CONFIG");
   add_megatron_import_options(command, options.megatron);
 }
 
+namespace {
+
+// The run config of a foreign format: its importer, its warnings logged, --set applied.
+models::RunConfig imported_config(const models::MegatronImport& imported, const std::string& source,
+                                  const std::vector<std::string>& overrides) {
+  log_notes(imported.warnings);
+  return models::run_config_from_json(imported.config, source, overrides);
+}
+
+}  // namespace
+
 models::RunConfig load_config(const ConfigCommandOptions& options) {
+  const int sources = !options.config.empty() + !options.megatron_args.empty() +
+                      !options.bridge_yaml.empty() + !options.torchtitan_toml.empty();
+  if (sources > 1) {
+    throw InputError("command line", "CONFIG", options.config,
+                     "give one of a run config, --megatron-args, --bridge and --torchtitan");
+  }
+  const models::MegatronImportOptions imports = import_options(options.megatron);
   if (!options.megatron_args.empty()) {
-    if (!options.config.empty()) {
-      throw InputError("command line", "CONFIG", options.config,
-                       "give a run config or --megatron-args, not both");
-    }
-    const models::MegatronImport imported =
-        models::import_megatron_args_file(options.megatron_args, import_options(options.megatron));
-    log_notes(imported.warnings);
     const std::string source = options.megatron_args == "-" ? "<stdin>" : options.megatron_args;
-    return models::run_config_from_json(imported.config, source, options.overrides);
+    return imported_config(models::import_megatron_args_file(options.megatron_args, imports),
+                           source, options.overrides);
+  }
+  if (!options.bridge_yaml.empty()) {
+    return imported_config(models::import_bridge_file(options.bridge_yaml, imports),
+                           options.bridge_yaml, options.overrides);
+  }
+  if (!options.torchtitan_toml.empty()) {
+    return imported_config(models::import_torchtitan_file(options.torchtitan_toml, imports),
+                           options.torchtitan_toml, options.overrides);
   }
   if (options.config.empty()) {
     throw InputError("command line", "CONFIG", "",
-                     "missing: give a run config (or --megatron-args FILE)");
+                     "missing: give a run config (or --megatron-args, --bridge or --torchtitan "
+                     "FILE)");
   }
   return models::load_run_config(resolve_config_path(options.config), options.overrides);
 }

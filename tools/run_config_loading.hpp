@@ -26,7 +26,9 @@ struct ConfigCommandOptions {
   std::string config;
   std::vector<std::string> overrides;
   bool json = false;
-  std::string megatron_args;  // instead of CONFIG: a Megatron-LM arguments file (- = stdin)
+  std::string megatron_args;    // instead of CONFIG: a Megatron-LM arguments file (- = stdin)
+  std::string bridge_yaml;      // instead of CONFIG: a Megatron-Bridge config as YAML
+  std::string torchtitan_toml;  // instead of CONFIG: a TorchTitan job config (TOML)
   MegatronArgsOptions megatron;
 };
 
@@ -34,12 +36,14 @@ void add_config_options(CLI::App& command, ConfigCommandOptions& options);
 // --cluster, --num-gpus and --vocab of `import megatron` and `--megatron-args`.
 void add_megatron_import_options(CLI::App& command, MegatronArgsOptions& options);
 models::MegatronImportOptions import_options(const MegatronArgsOptions& options);
-// CONFIG becomes optional: the run config may come from --megatron-args FILE instead.
+// CONFIG becomes optional: the run config may come from --megatron-args FILE, --bridge FILE or
+// --torchtitan FILE instead (what `wallsim import` reads).
 void add_megatron_args_option(CLI::App& command, ConfigCommandOptions& options);
 
 // CONFIG is a path (working directory, then the data root) or a shipped example's name.
 std::string resolve_config_path(const std::string& reference);
-// From CONFIG, or from --megatron-args (its warnings logged); `--set` applies to either.
+// From CONFIG, or from one of the foreign formats (its warnings logged); `--set` applies to
+// either.
 models::RunConfig load_config(const ConfigCommandOptions& options);
 
 // HBM bytes of one GPU from the run's calibration profile (the cluster GPU's shipped profile

@@ -182,7 +182,8 @@ json distribution_json(const StepDistribution& d) {
 }
 
 // Where the stragglers' cost lands: each part of the step split, with them less without them
-// (each on its own critical rank), parts that moved by less than 1 us left out.
+// (each on its own critical rank), parts that moved by less than 0.1% of the cost (and 1 us)
+// left out.
 std::vector<std::pair<std::string, double>> straggler_cost_parts(const RunSummary& s) {
   std::vector<std::pair<std::string, double>> parts;
   if (!s.straggler_free_time) return parts;
@@ -198,7 +199,9 @@ std::vector<std::pair<std::string, double>> straggler_cost_parts(const RunSummar
   parts.emplace_back("bubble", with.bubble_s - without.bubble_s);
   parts.emplace_back("host", with.host_s - without.host_s);
   parts.emplace_back("other", with.other_s - without.other_s);
-  std::erase_if(parts, [](const auto& part) { return std::abs(part.second) < 1e-6; });
+  const double negligible = std::max(1e-6, 1e-3 * std::abs(*s.straggler_cost_s));
+  std::erase_if(parts,
+                [negligible](const auto& part) { return std::abs(part.second) < negligible; });
   std::stable_sort(parts.begin(), parts.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   return parts;
