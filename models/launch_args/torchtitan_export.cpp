@@ -135,18 +135,6 @@ void note_megatron_only(const RunConfig& c, std::vector<std::string>& notes) {
   }
 }
 
-// Decoder layers per virtual stage in chain order, as the layout places them.
-std::vector<std::int64_t> stage_layers(const Layout& layout) {
-  std::vector<std::int64_t> layers;
-  for (std::int64_t v = 0; v < layout.virtual_stages.count(); ++v) {
-    const StageChunk at = layout.virtual_stages.place(v);
-    layers.push_back(layout.placement.stages[static_cast<std::size_t>(at.stage)]
-                         .chunks[static_cast<std::size_t>(at.chunk)]
-                         .count);
-  }
-  return layers;
-}
-
 void add_pipeline(const RunConfig& c, Toml& out, std::vector<std::string>& notes) {
   const Layout& layout = c.layout;
   out.add("pipeline_parallel_degree", layout.sizes.pp);
@@ -160,7 +148,7 @@ void add_pipeline(const RunConfig& c, Toml& out, std::vector<std::string>& notes
                     "written as 1F1B");
   }
   out.add("pipeline_parallel_microbatch_size", c.training.micro_batch);
-  const std::vector<std::int64_t> layers = stage_layers(layout);
+  const std::vector<std::int64_t> layers = layers_per_virtual_stage(layout);
   const std::int64_t stages = static_cast<std::int64_t>(layers.size());
   const bool default_count = layout.vpp == (interleaved ? 2 : 1);
   if (!default_count || torchtitan_stage_layers(stages, c.model.layers, 1, 1) != layers) {

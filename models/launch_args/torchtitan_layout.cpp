@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "models/layout.hpp"
+
 namespace wallsim::models {
 namespace {
 
@@ -129,6 +131,17 @@ std::vector<std::vector<std::string>> fqns_of_stages(const std::vector<std::int6
     parts.push_back(std::move(part));
   }
   return parts;
+}
+
+std::vector<std::int64_t> layers_per_virtual_stage(const Layout& layout) {
+  std::vector<std::int64_t> layers;
+  for (std::int64_t v = 0; v < layout.virtual_stages.count(); ++v) {
+    const StageChunk at = layout.virtual_stages.place(v);
+    layers.push_back(layout.placement.stages[static_cast<std::size_t>(at.stage)]
+                         .chunks[static_cast<std::size_t>(at.chunk)]
+                         .count);
+  }
+  return layers;
 }
 
 }  // namespace wallsim::models

@@ -10,6 +10,8 @@
 
 namespace wallsim::models {
 
+struct Layout;
+
 // A TorchTitan [model] name and flavor (the keys of the model's flavour table, e.g.
 // torchtitan/models/llama3/__init__.py) with the shipped wallsim model of the same shape.
 struct TorchTitanFlavor {
@@ -44,6 +46,9 @@ std::optional<std::vector<std::int64_t>> torchtitan_stage_layers(std::int64_t st
                                                                  std::int64_t layers,
                                                                  std::int64_t input_weight,
                                                                  std::int64_t output_weight);
+
+// Decoder layers per virtual stage in chain order, as `layout` places them.
+std::vector<std::int64_t> layers_per_virtual_stage(const Layout& layout);
 
 // Virtual stages as parallel.pipeline_layout ("Et*8|t*9|t*8|t*7L"): E on the first, L on the
 // last; stages listed in chain order, as TorchTitan lists its model parts.

@@ -7,33 +7,21 @@
 #include "models/run_config.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/core/json_reader.hpp"
+#include "tests/unit/import/import_test_support.hpp"
 
 using Catch::Matchers::Contains;
 using nlohmann::json;
 using namespace wallsim;
 using namespace wallsim::models;
 
-namespace {
+using namespace wallsim::test;
 
-std::string source_path(const std::string& relative) {
-  return std::string(WALLSIM_SOURCE_ROOT) + "/" + relative;
-}
+namespace {
 
 MegatronImportOptions gpus(std::int64_t count) {
   MegatronImportOptions options;
   options.num_gpus = count;
   return options;
-}
-
-bool warned(const MegatronImport& imported, const std::string& text) {
-  for (const auto& warning : imported.warnings) {
-    if (warning.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
-
-RunConfig load(const MegatronImport& imported) {
-  return run_config_from_json(imported.config, "imported");
 }
 
 // A small ConfigContainer: the fields a dump always has for these sections, with `extra`

@@ -9,16 +9,15 @@
 #include "models/memory.hpp"
 #include "models/parameter_count.hpp"
 #include "models/run_config.hpp"
+#include "tests/unit/import/import_test_support.hpp"
 
 using Catch::Matchers::Contains;
 using namespace wallsim;
 using namespace wallsim::models;
 
-namespace {
+using namespace wallsim::test;
 
-std::string source_path(const std::string& relative) {
-  return std::string(WALLSIM_SOURCE_ROOT) + "/" + relative;
-}
+namespace {
 
 std::vector<std::string> shipped_examples() {
   std::vector<std::string> paths;

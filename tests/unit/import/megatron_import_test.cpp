@@ -7,17 +7,16 @@
 #include "models/run_config.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/core/json_reader.hpp"
+#include "tests/unit/import/import_test_support.hpp"
 
 using Catch::Matchers::Contains;
 using nlohmann::json;
 using namespace wallsim;
 using namespace wallsim::models;
 
-namespace {
+using namespace wallsim::test;
 
-std::string source_path(const std::string& relative) {
-  return std::string(WALLSIM_SOURCE_ROOT) + "/" + relative;
-}
+namespace {
 
 MegatronImport import_text(const std::string& text, std::int64_t gpus = 4) {
   MegatronImportOptions options;
@@ -25,24 +24,8 @@ MegatronImport import_text(const std::string& text, std::int64_t gpus = 4) {
   return import_megatron_args(text, "args.txt", options);
 }
 
-RunConfig load(const MegatronImport& imported) {
-  return run_config_from_json(imported.config, "imported");
-}
-
 RunConfig shipped_example(const std::string& name) {
   return load_run_config(source_path("configs/examples/" + name + ".json"));
-}
-
-ModelSpec shipped_model(const std::string& name) {
-  const json value = load_json_file(source_path("configs/models/" + name + ".json"));
-  return parse_model_spec(JsonNode(value, name, ""));
-}
-
-bool warned(const MegatronImport& imported, const std::string& text) {
-  for (const auto& warning : imported.warnings) {
-    if (warning.find(text) != std::string::npos) return true;
-  }
-  return false;
 }
 
 // A small dense job every test varies: 4 GPUs, so dp = 4 at tp = cp = pp = 1.

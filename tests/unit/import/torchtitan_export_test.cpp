@@ -6,6 +6,7 @@
 
 #include "models/flops.hpp"
 #include "models/launch_args/torchtitan_import.hpp"
+#include "models/launch_args/torchtitan_layout.hpp"
 #include "models/memory.hpp"
 #include "models/parameter_count.hpp"
 #include "models/run_config.hpp"
@@ -32,17 +33,6 @@ RunConfig reimport(const RunConfig& config, const std::string& toml) {
   options.cluster = cluster_of(config);
   const MegatronImport imported = import_torchtitan_toml(toml, "exported.toml", options);
   return run_config_from_json(imported.config, "exported.toml");
-}
-
-std::vector<std::int64_t> layers_per_virtual_stage(const Layout& layout) {
-  std::vector<std::int64_t> layers;
-  for (std::int64_t v = 0; v < layout.virtual_stages.count(); ++v) {
-    const StageChunk at = layout.virtual_stages.place(v);
-    layers.push_back(layout.placement.stages[static_cast<std::size_t>(at.stage)]
-                         .chunks[static_cast<std::size_t>(at.chunk)]
-                         .count);
-  }
-  return layers;
 }
 
 std::string without_job(const std::string& toml) {

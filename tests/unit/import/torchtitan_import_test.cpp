@@ -3,22 +3,22 @@
 #include <catch2/catch.hpp>
 
 #include "models/flops.hpp"
+#include "models/launch_args/torchtitan_layout.hpp"
 #include "models/memory.hpp"
 #include "models/parameter_count.hpp"
 #include "models/run_config.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/core/json_reader.hpp"
+#include "tests/unit/import/import_test_support.hpp"
 
 using Catch::Matchers::Contains;
 using nlohmann::json;
 using namespace wallsim;
 using namespace wallsim::models;
 
-namespace {
+using namespace wallsim::test;
 
-std::string source_path(const std::string& relative) {
-  return std::string(WALLSIM_SOURCE_ROOT) + "/" + relative;
-}
+namespace {
 
 MegatronImportOptions options(std::optional<std::int64_t> gpus,
                               const std::string& cluster = "dgx-h100") {
@@ -39,36 +39,9 @@ MegatronImport import_text(const std::string& text, std::optional<std::int64_t> 
   return import_torchtitan_toml(text, "job.toml", options(gpus, cluster));
 }
 
-RunConfig load(const MegatronImport& imported) {
-  return run_config_from_json(imported.config, "imported");
-}
-
-ModelSpec shipped_model(const std::string& name) {
-  const json value = load_json_file(source_path("configs/models/" + name + ".json"));
-  return parse_model_spec(JsonNode(value, name, ""));
-}
-
-bool warned(const MegatronImport& imported, const std::string& text) {
-  for (const auto& warning : imported.warnings) {
-    if (warning.find(text) != std::string::npos) return true;
-  }
-  return false;
-}
-
 // Llama 3 8B with TorchTitan's defaults but for `extra` (TOML lines, sections included).
 std::string job(const std::string& extra) {
   return "[model]\nname = \"llama3\"\nflavor = \"8B\"\n" + extra;
-}
-
-std::vector<std::int64_t> layers_per_virtual_stage(const Layout& layout) {
-  std::vector<std::int64_t> layers;
-  for (std::int64_t v = 0; v < layout.virtual_stages.count(); ++v) {
-    const StageChunk at = layout.virtual_stages.place(v);
-    layers.push_back(layout.placement.stages[static_cast<std::size_t>(at.stage)]
-                         .chunks[static_cast<std::size_t>(at.chunk)]
-                         .count);
-  }
-  return layers;
 }
 
 }  // namespace
