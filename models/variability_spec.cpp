@@ -1,6 +1,7 @@
 #include "models/variability_spec.hpp"
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "sim/core/json_reader.hpp"
@@ -79,15 +80,17 @@ std::pair<std::int64_t, std::int64_t> read_lost_nic(const JsonNode& node, std::i
 void check_rails_in_common(const JsonNode& list,
                            const std::vector<std::pair<std::int64_t, std::int64_t>>& lost,
                            int nics_per_node) {
-  std::map<std::int64_t, std::uint64_t> lost_rails;  // node -> bit per lost rail
-  for (const auto& [node, rail] : lost) lost_rails[node] |= 1ULL << rail;
-  const std::uint64_t all = nics_per_node >= 64 ? ~0ULL : (1ULL << nics_per_node) - 1;
+  std::map<std::int64_t, std::set<std::int64_t>> lost_rails;  // node -> its lost rails
+  for (const auto& [node, rail] : lost) lost_rails[node].insert(rail);
   for (auto a = lost_rails.begin(); a != lost_rails.end(); ++a) {
     for (auto b = a; b != lost_rails.end(); ++b) {
-      if (((a->second | b->second) & all) == all) {
-        list.fail("leaves nodes " + std::to_string(a->first) + " and " + std::to_string(b->first) +
-                  " no NIC rail in common: the job could not connect them");
-      }
+      std::set<std::int64_t> either = a->second;
+      either.insert(b->second.begin(), b->second.end());
+      if (static_cast<std::int64_t>(either.size()) < nics_per_node) continue;
+      list.fail(a == b ? "leaves node " + std::to_string(a->first) + " no NIC"
+                       : "leaves nodes " + std::to_string(a->first) + " and " +
+                             std::to_string(b->first) +
+                             " no NIC rail in common: the job could not connect them");
     }
   }
 }

@@ -350,7 +350,16 @@ TEST_CASE("lost NICs must leave every two nodes a rail in common",
   }
   all_of_node_1 += "]}";
   CHECK_THROWS_WITH(example({"num_gpus=16", all_of_node_1}),
-                    Catch::Contains("no NIC rail in common"));
+                    Catch::Contains("leaves node 1 no NIC"));
+  // Node 0 keeps rails 0-3 and node 1 rails 4-7: nothing in common.
+  std::string split = R"(variability={"lost_nics": [)";
+  for (int rail = 0; rail < 8; ++rail) {
+    split += (rail ? "," : "") + std::string(R"({"node": )") + (rail < 4 ? "1" : "0") +
+             R"(, "rail": )" + std::to_string(rail) + "}";
+  }
+  split += "]}";
+  CHECK_THROWS_WITH(example({"num_gpus=16", split}),
+                    Catch::Contains("leaves nodes 0 and 1 no NIC rail in common"));
   CHECK_THROWS_WITH(example({R"(variability={"lost_nics": [{"node": 0, "rail": 1}]})"}),
                     Catch::Contains("a job on one node"));
   CHECK_THROWS_WITH(
