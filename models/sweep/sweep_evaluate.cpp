@@ -40,7 +40,7 @@ std::optional<std::string> sweep_rule_violation(const SweepBase& base, const Swe
 }  // namespace
 
 ScreenedPoint screen_point(const SweepBase& base, const SweepSpace& space, std::int64_t index,
-                           double hbm_bytes) {
+                           double hbm_bytes, int compute_capability) {
   ScreenedPoint s;
   s.index = index;
   s.point = space.at(index);
@@ -56,8 +56,8 @@ ScreenedPoint screen_point(const SweepBase& base, const SweepSpace& space, std::
     s.reason_key = reason_key(s.reason, base.file);
     return s;
   }
-  const MemoryReport memory =
-      memory_report(s.config->model, s.config->layout, s.config->training, hbm_bytes);
+  const MemoryReport memory = memory_report(s.config->model, s.config->layout, s.config->training,
+                                            hbm_bytes, compute_capability);
   s.peak_bytes = memory.peak_bytes;
   if (!memory.fits_in_memory) {
     s.stage = PointStage::pruned_by_memory;

@@ -33,8 +33,9 @@ struct ScreenedPoint {
   std::optional<RunConfig> config;  // when the layout is valid
 };
 
+// `compute_capability` (major·10 + minor) sizes the cuBLAS workspaces, as in `wallsim run`.
 ScreenedPoint screen_point(const SweepBase& base, const SweepSpace& space, std::int64_t index,
-                           double hbm_bytes);
+                           double hbm_bytes, int compute_capability = 90);
 
 // Simulates a point that passed screening; a failing simulation gives a row with its error.
 // With samples > 1, replays that many seeded steps of the varied run on this thread: the row

@@ -100,7 +100,7 @@ SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const Swee
   std::vector<ScreenedPoint> screened(indices.size());
   parallel_for(static_cast<std::int64_t>(indices.size()), options.jobs, [&](std::int64_t i) {
     const auto k = static_cast<std::size_t>(i);
-    screened[k] = screen_point(base, space, indices[k], hw.hbm_bytes);
+    screened[k] = screen_point(base, space, indices[k], hw.hbm_bytes, hw.gpu.compute_capability);
   });
   count_screened(screened, report.counts);
   if (options.on_screened) options.on_screened(report.counts);

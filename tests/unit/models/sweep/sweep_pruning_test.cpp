@@ -105,3 +105,17 @@ TEST_CASE("layout prunes are keyed by the rule that failed", "[sweep]") {
   CHECK(s.reason_key == "parallel.tp");
   CHECK_THAT(s.reason, Catch::Contains("must divide the attention heads"));
 }
+
+TEST_CASE("screening sizes the cuBLAS workspaces for the sweep's GPU, as the run does", "[sweep]") {
+  // The analytical peak of a point is memory_report's for the GPU's compute capability: an A100
+  // (80) keeps smaller cuBLAS workspaces than a Hopper GPU (90), so its screened peak is lower.
+  const SweepBase base = load_sweep_base(kConfig, {}, 8);
+  SweepSpace space;
+  space.tp = {2};
+  const ScreenedPoint hopper = screen_point(base, space, 0, 1e12, 90);
+  const ScreenedPoint ampere = screen_point(base, space, 0, 1e12, 80);
+  REQUIRE(ampere.config);
+  const RunConfig& c = *ampere.config;
+  CHECK(ampere.peak_bytes == memory_report(c.model, c.layout, c.training, 1e12, 80).peak_bytes);
+  CHECK(ampere.peak_bytes < hopper.peak_bytes);
+}
