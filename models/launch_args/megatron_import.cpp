@@ -74,7 +74,7 @@ std::int64_t gpu_count(const LaunchCommand& launch, const MegatronImportOptions&
 
 // The loader's JSON paths, with the Megatron option each came from.
 std::string with_flag_names(std::string message) {
-  static const std::pair<const char*, const char*> kNames[] = {
+  static const SourceName kNames[] = {
       {"training.global_batch", "--global-batch-size"},
       {"training.seq_len", "--seq-length"},
       {"parallel.tp", "--tensor-model-parallel-size"},
@@ -86,17 +86,21 @@ std::string with_flag_names(std::string message) {
       {"parallel.hierarchical_cp", "--hierarchical-context-parallel-sizes"},
       {"num_gpus", "the GPU count"},
   };
-  for (const auto& [path, flag] : kNames) {
+  return with_source_names(std::move(message), kNames);
+}
+
+}  // namespace
+
+std::string with_source_names(std::string message, std::span<const SourceName> names) {
+  for (const auto& [path, name] : names) {
     const std::string key = std::string(": ") + path + " ";
     if (const auto at = message.find(key); at != std::string::npos) {
-      message.insert(at + key.size() - 1, std::string(" (") + flag + ")");
+      message.insert(at + key.size() - 1, std::string(" (") + name + ")");
       break;
     }
   }
   return message;
 }
-
-}  // namespace
 
 MegatronImport import_megatron_words(const std::vector<ShellWord>& words, std::int64_t num_gpus,
                                      const std::string& source, const std::string& format,

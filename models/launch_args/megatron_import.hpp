@@ -13,8 +13,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -50,6 +52,14 @@ MegatronImport import_megatron_words(const std::vector<ShellWord>& words, std::i
                                      const std::string& source, const std::string& format,
                                      const MegatronImportOptions& options,
                                      std::vector<std::string> warnings);
+
+// A run config path and the name a foreign format gives it ({"parallel.tp",
+// "--tensor-model-parallel-size"}).
+using SourceName = std::pair<const char*, const char*>;
+
+// `message` (the run config loader's) with the first of `names` whose path it names as
+// ": path " followed by " (its source name)", so an error speaks the user's format.
+std::string with_source_names(std::string message, std::span<const SourceName> names);
 
 // Reads `path` ("-" is standard input) and imports it. Throws InputError.
 MegatronImport import_megatron_args_file(const std::string& path,

@@ -226,7 +226,7 @@ void read_batch(TorchTitanToml& toml, const TorchTitanDegrees& d, json& training
 
 // The loader's JSON paths in a message, with the TorchTitan field each came from.
 std::string with_field_names(std::string message) {
-  static const std::pair<const char*, const char*> kNames[] = {
+  static const SourceName kNames[] = {
       {"training.global_batch", "training.global_batch_size"},
       {"training.micro_batch", "training.local_batch_size / pipeline_parallel_microbatch_size"},
       {"training.precision", "model.converters"},
@@ -238,14 +238,7 @@ std::string with_field_names(std::string message) {
       {"parallel.pipeline_layout", "parallelism.pipeline_parallel_degree and stage split"},
       {"num_gpus", "the GPU count"},
   };
-  for (const auto& [path, field] : kNames) {
-    const std::string key = std::string(": ") + path + " ";
-    if (const auto at = message.find(key); at != std::string::npos) {
-      message.insert(at + key.size() - 1, std::string(" (") + field + ")");
-      break;
-    }
-  }
-  return message;
+  return with_source_names(std::move(message), kNames);
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <numeric>
 #include <utility>
 
 namespace wallsim::models {
@@ -134,24 +133,6 @@ void JitteredComm::start_transfer(RankIndex src, RankIndex dst, std::uint32_t pa
       src, dst, payload,
       stretched(std::move(done), {kTransferDraw, sample_, static_cast<std::uint64_t>(src),
                                   static_cast<std::uint64_t>(dst), k}));
-}
-
-Percentiles percentiles(std::vector<double> values) {
-  Percentiles p;
-  if (values.empty()) return p;
-  std::sort(values.begin(), values.end());
-  const auto at = [&](double q) {
-    const double position = q * static_cast<double>(values.size() - 1);
-    const auto below = static_cast<std::size_t>(std::floor(position));
-    const std::size_t above = std::min(below + 1, values.size() - 1);
-    return values[below] +
-           (position - static_cast<double>(below)) * (values[above] - values[below]);
-  };
-  p.p10 = at(0.1);
-  p.p50 = at(0.5);
-  p.p90 = at(0.9);
-  p.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
-  return p;
 }
 
 namespace {

@@ -20,6 +20,7 @@
 #include "models/variability_spec.hpp"
 #include "sim/core/engine.hpp"
 #include "sim/graph/replay.hpp"
+#include "sim/report/percentiles.hpp"
 #include "sim/report/run_summary.hpp"
 
 namespace wallsim::models {
@@ -76,9 +77,6 @@ class JitteredComm final : public CommService {
   std::vector<std::uint64_t> collectives_;                              // started per group
   std::map<std::pair<RankIndex, RankIndex>, std::uint64_t> transfers_;  // started per pair
 };
-
-// Percentiles (linear interpolation between order statistics, numpy's default) and the mean.
-Percentiles percentiles(std::vector<double> values);
 
 // The spread of `samples` (index = sample number) and which sample is the median step (the one
 // nearest p50, the lowest index among ties).

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/run/variability.hpp"
+#include "sim/report/percentiles.hpp"
 #include "sim/core/data_path.hpp"
 #include "sim/core/input_error.hpp"
 
