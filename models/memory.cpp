@@ -6,6 +6,7 @@
 #include "models/allocator_memory.hpp"
 #include "models/parameter_count.hpp"
 #include "models/pipeline_schedule.hpp"
+#include "models/wgrad_buffers.hpp"
 
 namespace wallsim::models {
 namespace {
@@ -28,6 +29,7 @@ bool holds_output_weights(const ModelSpec& model, const Layout& layout, std::int
 
 struct StageActivations {
   double bytes = 0;
+  double with_grad_transients = 0;  // the peak with the backward's transient gradients
   std::int64_t in_flight = 0;
 };
 
@@ -113,6 +115,23 @@ double recompute_transient_bytes(const ModelSpec& model, const Layout& layout,
                   layer_recompute_transient_bytes(model, setting, model.moe->first_dense_layers));
 }
 
+// The output layer's placeholder at the start of its chunk's backward, the embedding's dense
+// gradient at the end of its chunk's (models/wgrad_buffers.hpp).
+BackwardTransients grad_transients(const ModelSpec& model, const Layout& layout,
+                                   std::int64_t stage) {
+  const std::size_t chunks = layers_of(layout, stage).chunks.size();
+  BackwardTransients t{std::vector<double>(chunks, 0.0), std::vector<double>(chunks, 0.0)};
+  if (is_last(layout, stage)) {
+    t.at_start[static_cast<std::size_t>(layout.output_chunk().chunk)] =
+        output_wgrad_placeholder_bytes(model, layout, stage);
+  }
+  if (is_first(layout, stage)) {
+    t.at_end[static_cast<std::size_t>(layout.embedding_chunk().chunk)] =
+        embedding_grad_bytes(model, layout, stage);
+  }
+  return t;
+}
+
 ActivationSetting stage_setting(const Layout& layout, const TrainingSpec& training) {
   ActivationSetting setting =
       activation_setting(training, layout.sizes.tp, layout.sizes.cp, layout.sequence_parallel);
@@ -126,13 +145,19 @@ StageActivations stage_activations(const ModelSpec& model, const Layout& layout,
   const ActivationSetting setting = stage_setting(layout, training);
   const PipelineSchedule& schedule = *layout.schedule;
   const auto order = schedule.order(layout.pipeline_shape(), stage);
+  const std::vector<double> kept =
+      chunk_bytes(model, layout, setting, stage, training.offload_activations);
+  const std::vector<double> until_backward = output_chunk_bytes(model, layout, setting, stage);
   StageActivations result;
-  result.bytes = peak_in_flight_bytes(
-      order, chunk_bytes(model, layout, setting, stage, training.offload_activations),
-      schedule.splits_weight_gradients, output_chunk_bytes(model, layout, setting, stage));
+  result.bytes =
+      peak_in_flight_bytes(order, kept, schedule.splits_weight_gradients, until_backward);
+  result.with_grad_transients =
+      peak_in_flight_bytes(order, kept, schedule.splits_weight_gradients, until_backward,
+                           grad_transients(model, layout, stage));
   result.in_flight = peak_in_flight_chunks(order, schedule.splits_weight_gradients);
+  double extra = 0;
   if (training.recompute == Recompute::full) {
-    result.bytes += recompute_transient_bytes(model, layout, setting, stage);
+    extra += recompute_transient_bytes(model, layout, setting, stage);
   }
   if (training.offload_activations) {
     // In transit: a layer copying out while the next runs, and one copied back ahead.
@@ -140,8 +165,12 @@ StageActivations stage_activations(const ModelSpec& model, const Layout& layout,
         layer_activation_bytes(model, setting),
         model.is_moe() ? layer_activation_bytes(model, setting, model.moe->first_dense_layers)
                        : 0.0);
-    result.bytes += 2.0 * largest;
+    extra += 2.0 * largest;
   }
+  // The output layer's backward runs before any layer's recompute, and the embedding's after
+  // the last: the transient gradients never meet the recompute or offload extras.
+  result.bytes += extra;
+  result.with_grad_transients = std::max(result.bytes, result.with_grad_transients);
   return result;
 }
 
@@ -197,7 +226,8 @@ double nccl_buffer_bytes(const Layout& layout, const MemoryAllowances& allowance
 void add_device_bytes(const ModelSpec& model, const Layout& layout, const TrainingSpec& training,
                       int compute_capability, StageMemory& m) {
   const MemoryAllowances& allowances = training.memory_allowances;
-  const double tracked = m.weights + m.grads + m.optimizer + m.activations + m.unit_buffers;
+  const double tracked = m.weights + m.grads + m.optimizer + m.activations + m.unit_buffers +
+                         m.wgrad_placeholders + m.grad_transients;
   m.workspaces = workspace_bytes(training, compute_capability);
   m.allocated = tracked + m.workspaces;
   AllocatorSettings settings;
@@ -237,6 +267,8 @@ StageMemory stage_memory(const ModelSpec& model, const Layout& layout, const Tra
       optimizer_state_bytes_per_param(training.optimizer) * held(DataSharding::kOptimizer);
   const StageActivations activations = stage_activations(model, layout, training, stage);
   m.activations = activations.bytes;
+  m.grad_transients = activations.with_grad_transients - activations.bytes;
+  m.wgrad_placeholders = te_wgrad_placeholder_bytes(model, layout, stage);
   m.microbatches_in_flight = activations.in_flight;
   m.unit_buffers = unit_buffer_bytes(model, layout, training, stage);
   add_device_bytes(model, layout, training, compute_capability, m);

@@ -85,7 +85,12 @@ struct StageMemory {
   double grads = 0;
   double optimizer = 0;
   double activations = 0;
-  double unit_buffers = 0;       // ZeRO-2/3: unsharded unit gradients and gathered unit parameters
+  double unit_buffers = 0;  // ZeRO-2/3: unsharded unit gradients and gathered unit parameters
+  // Weight-gradient placeholders (models/wgrad_buffers.hpp): Transformer Engine's cached ones,
+  // held from the first backward on, and what the output layer's placeholder and the
+  // embedding's dense gradient, transient within a backward, add to the activations' peak.
+  double wgrad_placeholders = 0;
+  double grad_transients = 0;
   double workspaces = 0;         // cuBLAS and Transformer Engine workspaces (in allocated)
   double allocated = 0;          // tracked bytes + workspaces: max_memory_allocated
   double allocator_slack = 0;    // small-pool segments and fragmentation (reserved - allocated)

@@ -98,16 +98,23 @@ std::vector<ScheduleItem> warmup_then_pairs(const std::vector<ScheduleItem>& for
 
 double peak_in_flight_bytes(const std::vector<ScheduleItem>& order,
                             const std::vector<double>& chunk_bytes, bool splits_weight_gradients,
-                            const std::vector<double>& freed_by_backward) {
+                            const std::vector<double>& freed_by_backward,
+                            const BackwardTransients& transients) {
+  const auto of = [](const std::vector<double>& bytes, std::size_t c) {
+    return bytes.empty() ? 0.0 : bytes[c];
+  };
   double held = 0;
   double peak = 0;
   for (const auto& item : order) {
     const auto c = static_cast<std::size_t>(item.chunk);
     const double bytes = chunk_bytes[c];
-    const double until_b = freed_by_backward.empty() ? 0.0 : freed_by_backward[c];
+    const double until_b = of(freed_by_backward, c);
+    const bool backward = item.pass == Pass::kBackward;
     if (item.forward()) held += bytes + until_b;
+    if (backward) peak = std::max(peak, held + of(transients.at_start, c));
     if (releases(item, splits_weight_gradients)) held -= bytes;
-    if (item.pass == Pass::kBackward) held -= until_b;
+    if (backward) held -= until_b;
+    if (backward) peak = std::max(peak, held + of(transients.at_end, c));
     peak = std::max(peak, held);
   }
   return peak;

@@ -117,12 +117,23 @@ std::vector<ScheduleItem> warmup_then_pairs(const std::vector<ScheduleItem>& for
                                             const std::vector<ScheduleItem>& backwards,
                                             std::int64_t warmup);
 
+// Tensors a backward B of chunk c allocates and frees within itself (each vector per chunk;
+// empty: none): `at_start[c]` while the micro-batch's tensors are still held (the output
+// layer's weight-gradient placeholder), `at_end[c]` after B has freed what it frees (the
+// embedding's dense gradient).
+struct BackwardTransients {
+  std::vector<double> at_start;
+  std::vector<double> at_end;
+};
+
 // The most bytes held at once: a forward of chunk c adds chunk_bytes[c] until the pass that
 // ends its backward (B, or W where the schedule splits it), and `freed_by_backward[c]` (empty:
-// none) until its B in every schedule (tensors no W pass reads, e.g. the logits).
+// none) until its B in every schedule (tensors no W pass reads, e.g. the logits); each B adds
+// its transients on top of what is held at its start and at its end.
 double peak_in_flight_bytes(const std::vector<ScheduleItem>& order,
                             const std::vector<double>& chunk_bytes, bool splits_weight_gradients,
-                            const std::vector<double>& freed_by_backward = {});
+                            const std::vector<double>& freed_by_backward = {},
+                            const BackwardTransients& transients = {});
 
 // The largest number of (micro-batch, chunk) forwards alive at once.
 std::int64_t peak_in_flight_chunks(const std::vector<ScheduleItem>& order,

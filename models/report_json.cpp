@@ -24,6 +24,8 @@ nlohmann::json stage_json(const StageMemory& s) {
           {"activations", s.activations},
           {"buffers", s.buffers},
           {"unit_buffers", s.unit_buffers},
+          {"wgrad_placeholders", s.wgrad_placeholders},
+          {"grad_transients", s.grad_transients},
           {"workspaces", s.workspaces},
           {"allocated", s.allocated},
           {"allocator_slack", s.allocator_slack},

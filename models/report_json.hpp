@@ -18,9 +18,10 @@ nlohmann::json flops_json(const IterationFlops& flops, const std::vector<std::st
 
 // peak_bytes, peak_allocated_bytes, peak_reserved_bytes, worst_stage, hbm_bytes, fit_margin,
 // fits_in_memory, optimizer_shards, megatron_static_bytes, per_stage[] {stage, weights, grads,
-// optimizer, activations, buffers, unit_buffers, workspaces, allocated, allocator_slack,
-// reserved, outside_allocator, peak, parameters, microbatches_in_flight, embedding,
-// output_layer, layers[] {chunk, first_layer, last_layer, count}}, notes.
+// optimizer, activations, buffers, unit_buffers, wgrad_placeholders, grad_transients,
+// workspaces, allocated, allocator_slack, reserved, outside_allocator, peak, parameters,
+// microbatches_in_flight, embedding, output_layer, layers[] {chunk, first_layer, last_layer,
+// count}}, notes.
 nlohmann::json memory_json(const MemoryReport& memory);
 
 }  // namespace wallsim::models

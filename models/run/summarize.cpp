@@ -90,6 +90,8 @@ std::vector<StageMemorySummary> stage_memory(const MemoryReport& report, const S
                                stage.buffers,
                                stage.peak};
     summary.unit_buffers = stage.unit_buffers;
+    summary.wgrad_placeholders = stage.wgrad_placeholders;
+    summary.grad_transients = stage.grad_transients;
     summary.allocated = stage.allocated;
     summary.reserved = stage.reserved;
     for (std::size_t r = 0; r < program.graphs.size(); ++r) {

@@ -43,7 +43,10 @@ OpIndex LayerOps::embedding_backward(std::int64_t microbatch, std::vector<GradRe
   emit_.free_on_next(memory_.embedding_bytes);
   const double table = static_cast<double>(output_shape().n * output_shape().k);
   emit_.memory_bound("grad zero", 2.0 * table, deps);
+  // The table's gradient, counted from the scatter-add on (after the saved inputs are freed).
+  emit_.allocate_on_next(memory_.embedding_grad_bytes);
   emit_.memory_bound("bwd", 6.0 * dims_.hidden_elements());
+  emit_.free_on_next_in_backward(memory_.embedding_grad_bytes);
   const OpIndex update =
       emit_.memory_bound("main grad add", (2.0 * dims_.main_grad_bytes + 2.0) * table);
   grads.push_back({static_cast<double>(output_shape().n * output_shape().k), update});
@@ -96,8 +99,10 @@ OpIndex LayerOps::output_backward(std::int64_t microbatch, const Deps& deps,
                                   std::vector<GradReady>& grads) {
   tag(microbatch, std::nullopt, "output");
   cross_entropy_backward(deps);
+  // The weight-gradient placeholder of Megatron's output layer lives through its backward.
+  emit_.allocate_on_next(memory_.output_placeholder_bytes);
   const LinearBackward linear = output_linear_.column_backward("linear", output_shape());
-  emit_.free_on_next_in_backward(memory_.output_bytes);
+  emit_.free_on_next_in_backward(memory_.output_bytes + memory_.output_placeholder_bytes);
   const OpIndex norm =
       emit_.memory_bound("final norm bwd", norm_backward_bytes(), {linear.grad_input});
   if (holds_output_weights_) {

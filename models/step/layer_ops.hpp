@@ -35,6 +35,10 @@ struct LayerMemory {
   double moe_layer_bytes = 0;  // the same for an MoE layer
   double embedding_bytes = 0;
   double output_bytes = 0;
+  // Transient within one backward (models/wgrad_buffers.hpp): the output layer's weight-
+  // gradient placeholder and the embedding table's dense gradient.
+  double output_placeholder_bytes = 0;
+  double embedding_grad_bytes = 0;
 };
 
 // An MoE layer's forward or backward between its phases (the EP overlap).

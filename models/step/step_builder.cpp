@@ -17,6 +17,7 @@
 #include "models/step/precision_support.hpp"
 #include "models/step/step_context.hpp"
 #include "models/step/step_program.hpp"
+#include "models/wgrad_buffers.hpp"
 
 namespace wallsim::models {
 namespace {
@@ -148,9 +149,11 @@ LayerMemory layer_memory(const RunConfig& c, std::int64_t stage) {
   }
   if (stage == c.layout.embedding_chunk().stage) {
     m.embedding_bytes = embedding_activation_bytes(c.model, s);
+    m.embedding_grad_bytes = embedding_grad_bytes(c.model, c.layout, stage);
   }
   if (stage == c.layout.output_chunk().stage) {
     m.output_bytes = output_activation_bytes(c.model, s);
+    m.output_placeholder_bytes = output_wgrad_placeholder_bytes(c.model, c.layout, stage);
   }
   return m;
 }
@@ -344,7 +347,8 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
   const std::int64_t stage = in.ranks.coordinates(rank).pp;
   const StageMemory& memory = in.memory.stages[static_cast<std::size_t>(stage)];
   OpGraph graph;
-  graph.static_bytes = memory.weights + memory.grads + memory.optimizer + memory.buffers;
+  graph.static_bytes =
+      memory.weights + memory.grads + memory.optimizer + memory.buffers + memory.wgrad_placeholders;
   OpEmitter emit(graph, timer, payloads, c.training.precision, c.training.quantization);
   emit.set_host_issue({timer.profile().host, c.training.cuda_graphs});
   const bool output_weights =

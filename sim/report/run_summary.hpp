@@ -23,6 +23,8 @@ struct StageMemorySummary {
   double simulated_activations = 0;  // simulated peak minus the static bytes
   double allocated = 0;              // PyTorch's max_memory_allocated (models/memory.hpp)
   double reserved = 0;               // PyTorch's max_memory_reserved
+  double wgrad_placeholders = 0;     // Transformer Engine's cached weight-gradient placeholders
+  double grad_transients = 0;        // output-layer placeholder and embedding gradient at the peak
 };
 
 // How the critical rank's step splits (the walls of sim/report/README.md).

@@ -23,6 +23,8 @@ json stage_json(const StageMemorySummary& stage) {
           {"activations", stage.activations},
           {"buffers", stage.buffers},
           {"unit_buffers", stage.unit_buffers},
+          {"wgrad_placeholders", stage.wgrad_placeholders},
+          {"grad_transients", stage.grad_transients},
           {"allocated", stage.allocated},
           {"reserved", stage.reserved},
           {"peak", stage.peak},

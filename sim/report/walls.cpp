@@ -44,7 +44,9 @@ Walls compute_walls(const TimeSplit& split, const ComputeExcess& excess,
                                       {"optimizer", worst_stage.optimizer},
                                       {"activations", worst_stage.activations},
                                       {"buffers", worst_stage.buffers},
-                                      {"unit_buffers", worst_stage.unit_buffers}});
+                                      {"unit_buffers", worst_stage.unit_buffers},
+                                      {"wgrad_placeholders", worst_stage.wgrad_placeholders},
+                                      {"grad_transients", worst_stage.grad_transients}});
   if (!fits) {
     walls.binding = "memory";
     walls.binding_margin = walls.memory.share - 1;

@@ -124,7 +124,7 @@ function timelineView(tl) {
 
 // The largest tensor classes of a stage at its analytical peak, e.g. "grads 23.0 GiB, ...".
 function largestParts(stage) {
-  const parts = ["weights", "grads", "optimizer", "activations", "unit_buffers", "buffers"].map((k) => [k, stage[k] || 0]);
+  const parts = ["weights", "grads", "optimizer", "activations", "unit_buffers", "wgrad_placeholders", "grad_transients", "buffers"].map((k) => [k, stage[k] || 0]);
   return parts.filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]).slice(0, 3).map(([k, v]) => `${k} ${fmtGiB(v)}`).join(", ");
 }
 

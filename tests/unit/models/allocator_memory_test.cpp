@@ -89,7 +89,15 @@ TEST_CASE("allocated, reserved and peak of a small GPT derived by hand", "[model
   const Layout layout = layout_for(m, 1, 1, t);
   const MemoryReport report = memory_report(m, layout, t, 80e9, 90);
   const StageMemory& s = report.stages[0];
-  const double tracked = s.weights + s.grads + s.optimizer + s.activations;
+  // Transformer Engine's cached weight-gradient placeholders, one bf16 tensor per distinct
+  // weight shape: QKV 3072×1024, projection 1024×1024, FC1 4096×1024, FC2 1024×4096, i.e.
+  // 12,582,912 elements = 24 MiB. The output layer's placeholder (51,200 × 1024 bf16 = 100 MiB,
+  // the tied table) lives through its backward, which starts with the micro-batch's
+  // activations all held: the whole 100 MiB adds to the peak. The embedding's dense gradient
+  // (also 100 MiB) comes after every activation is freed and adds nothing.
+  CHECK(s.wgrad_placeholders == 24 * kMiB);
+  CHECK(s.grad_transients == Approx(100 * kMiB));
+  const double tracked = s.weights + s.grads + s.optimizer + s.activations + 24 * kMiB + 100 * kMiB;
   const double layer = 34.0 * 1024 * 1024;
   const double workspaces = 32 * kMiB + 32 * kMiB;  // PyTorch's and TE's on sm_90
   CHECK(s.workspaces == workspaces);
