@@ -3,11 +3,13 @@
 # training.schedule zbv and dualpipev (parallel.vpp 2) takes less time than with 1f1b (vpp 1), and
 # reports memory for every pipeline stage.
 #   v_schedules_faster.sh WALLSIM CONFIG PP
-# Why it must hold: the three run the same layers, GEMMs and collectives on every stage (the
-# W passes only move the weight-gradient GEMMs), but 1F1B idles (pp − 1)(T_F + T_B + T_W) per
-# stage while the V schedules idle about (pp − 1)·T_F/2 (tests/unit/models/v_schedule_test.cpp);
-# at 16 micro-batches on pp 4 that gap is far larger than the extra pipeline transfers of two
-# chunks per stage over NVLink.
+# Why it must hold: the three run the same layers, GEMMs and collectives in all (the W passes only
+# move the weight-gradient GEMMs), and in both placements one stage carries the output layer on
+# top of its share of decoder layers (the last stage in 1F1B, stage 0 in the V, with the cheap
+# embedding lookup besides). But 1F1B idles (pp − 1)(T_F + T_B + T_W) per stage while the V
+# schedules idle about (pp − 1)·T_F/2 (tests/unit/models/v_schedule_test.cpp): at 16
+# micro-batches on pp 4 about 3/19 of the step against 1/64, a gap far larger than the extra
+# pipeline transfers of two chunks per stage over NVLink.
 set -euo pipefail
 wallsim=$1
 config=$2
