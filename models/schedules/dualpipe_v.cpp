@@ -19,9 +19,12 @@
 //
 // DeepSeek-V3 Table 2 and the repository's README give DualPipe (PP ranks, two copies of the
 // parameters, PP + 1 micro-batch chunks of activations) a bubble of (PP/2 − 1)(F&B + B − 3W);
-// DualPipeV runs the same schedule with PP = 2p chunks on p ranks: one copy of the parameters and
-// at most 2p + 1 chunks (p + 1/2 micro-batches of a whole stage) in flight on every rank. The
-// bubble on uniform stages is checked in tests/unit/models/v_schedule_test.cpp.
+// DualPipeV runs the same schedule with PP = 2p chunks on p ranks: one copy of the parameters, at
+// most 2p + 1 chunks (p + 1/2 micro-batches of a whole stage) in flight on every rank, and the
+// README's bubble becomes (p − 1)(F&B + B − 3W) with F, B (the whole backward), W per chunk.
+// Replayed with uniform costs (tests/unit/models/v_schedule_test.cpp) the order stays within that
+// figure for the cost ratios tested there, and with equal F, B and W idles only while the
+// pipeline fills: (p − 1)·F.
 #include <deque>
 
 #include "models/schedules/builtin_schedules.hpp"

@@ -13,7 +13,9 @@
 // The generator lays this out for max(m, 2p − 1) micro-batches and drops those past m, so any
 // m runs (fewer than 2p − 1 leave part of the warm-up idle). With m ≥ 2p every stage holds at
 // most 2p chunks between F and W: p micro-batches of a whole stage, 1F1B's peak (its stage 0's)
-// on every stage. The bubble on uniform stages is checked in tests/unit/models/v_schedule_test.cpp.
+// on every stage. With equal F, B and W costs (the paper's assumption) no stage idles once its
+// first input has arrived: the bubble is the fill, p − 1 chunk forwards, checked with the orders
+// replayed in tests/unit/models/v_schedule_test.cpp.
 #include <algorithm>
 
 #include "models/schedules/builtin_schedules.hpp"
