@@ -64,6 +64,12 @@ struct Layout {
   StageChunk embedding_chunk() const { return virtual_stages.place(0); }
   // The stage (and its chunk) holding the last virtual stage: output layer, loss and MTP.
   StageChunk output_chunk() const { return virtual_stages.place(virtual_stages.count() - 1); }
+  // The embedding and the output layer are on different stages (pp > 1, except in a V shape,
+  // whose stage 0 holds both): tied embeddings then need a copy of the table for the output
+  // layer and an all-reduce of their gradients between the two stages.
+  bool output_apart_from_embedding() const {
+    return embedding_chunk().stage != output_chunk().stage;
+  }
 };
 
 // `where` names the run config file in errors.

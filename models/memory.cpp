@@ -24,7 +24,7 @@ bool is_first(const Layout& layout, std::int64_t stage) {
 }
 
 bool holds_output_weights(const ModelSpec& model, const Layout& layout, std::int64_t stage) {
-  return is_last(layout, stage) && (!model.tied_embeddings || layout.sizes.pp > 1);
+  return is_last(layout, stage) && (!model.tied_embeddings || layout.output_apart_from_embedding());
 }
 
 struct StageActivations {
@@ -283,7 +283,7 @@ void add_notes(const ModelSpec& model, const Layout& layout, const TrainingSpec&
         " as Megatron shards it; Megatron's memory estimator divides by dp = " +
         std::to_string(layout.sizes.dp) + " only");
   }
-  if (model.tied_embeddings && layout.sizes.pp > 1) {
+  if (model.tied_embeddings && layout.output_apart_from_embedding()) {
     report.notes.push_back(
         "tied embeddings: the last stage keeps a copy of the embedding for the output layer");
   }

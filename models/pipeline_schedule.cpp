@@ -9,8 +9,9 @@ namespace wallsim::models {
 namespace {
 
 std::deque<PipelineSchedule>& registry() {
-  static std::deque<PipelineSchedule> schedules{one_f_one_b_schedule(), interleaved_1f1b_schedule(),
-                                                zb_h1_schedule(), zb_h2_schedule()};
+  static std::deque<PipelineSchedule> schedules{
+      one_f_one_b_schedule(), interleaved_1f1b_schedule(), zb_h1_schedule(),
+      zb_h2_schedule(),       zero_bubble_v_schedule(),    dualpipe_v_schedule()};
   return schedules;
 }
 
@@ -54,6 +55,11 @@ const PipelineSchedule& register_pipeline_schedule(PipelineSchedule schedule) {
 std::int64_t chunk_major_virtual_stage(const PipelineShape& shape, std::int64_t stage,
                                        std::int64_t chunk) {
   return chunk * shape.pp + stage;
+}
+
+std::int64_t v_shape_virtual_stage(const PipelineShape& shape, std::int64_t stage,
+                                   std::int64_t chunk) {
+  return chunk == 0 ? stage : 2 * shape.pp - 1 - stage;
 }
 
 VirtualStages::VirtualStages(const PipelineSchedule& schedule, const PipelineShape& shape)

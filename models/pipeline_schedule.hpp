@@ -18,10 +18,15 @@
 //  * "zb_h1", "zb_h2" (zero-bubble, Qi et al. 2024 §3.1; models/schedules/zero_bubble.cpp): one
 //    chunk per stage, B and W split, W deferred into what would be bubbles; ZB-H1 at 1F1B's
 //    peak of p micro-batches on every stage, ZB-H2 at 2p − 1.
+//  * "zbv" (ZB-V, Qi et al. 2024; models/schedules/zero_bubble_v.cpp) and "dualpipev" (DualPipeV,
+//    DeepSeek-V3's DualPipe cut in half; models/schedules/dualpipe_v.cpp): two chunks per stage
+//    in a V, B and W split; ZB-V at 1F1B's peak of 2p chunks (p micro-batches of a stage) on
+//    every stage, DualPipeV at 2p + 1 with m ≥ 2p and its forward/backward pairs overlappable.
 //
 // 1f1b and interleaved fuse W into B: their backward computes input and weight gradients
-// together. Every built-in places chunk c of stage s at virtual stage c·pp + s (Megatron's
-// chunk-major numbering).
+// together. 1f1b, interleaved, zb_h1 and zb_h2 place chunk c of stage s at virtual stage
+// c·pp + s (Megatron's chunk-major numbering); zbv and dualpipev in a V (v_shape_virtual_stage):
+// the last stage holds the two middle virtual stages, stage 0 the first and the last.
 #pragma once
 
 #include <cstdint>
@@ -83,6 +88,13 @@ const PipelineSchedule& register_pipeline_schedule(PipelineSchedule schedule);
 // Megatron's chunk-major placement: chunk c of stage s is virtual stage c·pp + s.
 std::int64_t chunk_major_virtual_stage(const PipelineShape& shape, std::int64_t stage,
                                        std::int64_t chunk);
+
+// The V shape of two chunks per stage: chunk 0 of stage s is virtual stage s, chunk 1 is
+// 2·pp − 1 − s. Activations run down the stages through chunk 0 and back up through chunk 1, so
+// virtual stages pp − 1 and pp are both on the last stage (no transfer between them) and the
+// first and the last virtual stage (embedding, loss) are both on stage 0.
+std::int64_t v_shape_virtual_stage(const PipelineShape& shape, std::int64_t stage,
+                                   std::int64_t chunk);
 
 // A (stage, chunk) pair of the pipeline.
 struct StageChunk {

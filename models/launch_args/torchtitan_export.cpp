@@ -135,14 +135,23 @@ void note_megatron_only(const RunConfig& c, std::vector<std::string>& notes) {
   }
 }
 
+// The TorchTitan schedule that runs wallsim's `schedule` as wallsim does, or nullptr.
+const TorchTitanSchedule* torchtitan_schedule_running(const std::string& schedule) {
+  for (const char* name : {"1F1B", "Interleaved1F1B", "ZBVZeroBubble", "DualPipeV"}) {
+    const TorchTitanSchedule* titan = find_torchtitan_schedule(name);
+    if (titan->wallsim == schedule) return titan;
+  }
+  return nullptr;
+}
+
 void add_pipeline(const RunConfig& c, Toml& out, std::vector<std::string>& notes) {
   const Layout& layout = c.layout;
   out.add("pipeline_parallel_degree", layout.sizes.pp);
   if (layout.sizes.pp == 1) return;
   const std::string schedule = layout.schedule ? layout.schedule->name : "1f1b";
-  const bool interleaved = schedule == "interleaved";
-  out.add("pipeline_parallel_schedule", interleaved ? "Interleaved1F1B" : "1F1B");
-  if (schedule != "1f1b" && !interleaved) {
+  const TorchTitanSchedule* titan = torchtitan_schedule_running(schedule);
+  out.add("pipeline_parallel_schedule", titan ? titan->name : "1F1B");
+  if (titan == nullptr) {
     notes.push_back("training.schedule " + schedule +
                     ": TorchTitan's zero-bubble schedules hold two or more stages per rank; "
                     "written as 1F1B");
@@ -150,7 +159,7 @@ void add_pipeline(const RunConfig& c, Toml& out, std::vector<std::string>& notes
   out.add("pipeline_parallel_microbatch_size", c.training.micro_batch);
   const std::vector<std::int64_t> layers = layers_per_virtual_stage(layout);
   const std::int64_t stages = static_cast<std::int64_t>(layers.size());
-  const bool default_count = layout.vpp == (interleaved ? 2 : 1);
+  const bool default_count = layout.vpp == (titan && titan->multi_stage ? 2 : 1);
   if (!default_count || torchtitan_stage_layers(stages, c.model.layers, 1, 1) != layers) {
     out.add("module_fqns_per_model_part", fqns_of_stages(layers));
   }

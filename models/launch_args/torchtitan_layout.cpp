@@ -54,7 +54,8 @@ std::string torchtitan_flavor_names() {
 
 // torch.distributed.pipelining.schedules: the single-stage schedules (PipelineScheduleSingle) and
 // the multi-stage ones. Interleaved zero bubble with one stage per rank is ZB-H1 (Qi et al.
-// 2024); the V-shaped and breadth-first ones have no wallsim schedule.
+// 2024); ZBVZeroBubble and DualPipeV place two stages per rank in a V, as zbv and dualpipev do
+// (TorchTitan's "v" stage style); the breadth-first one has no wallsim schedule.
 const std::vector<TorchTitanSchedule>& torchtitan_schedules() {
   static const std::vector<TorchTitanSchedule> schedules = {
       {"1F1B", false, "1f1b", nullptr},
@@ -65,8 +66,8 @@ const std::vector<TorchTitanSchedule>& torchtitan_schedules() {
        "at most pp micro-batches): memory is underestimated"},
       {"InterleavedZeroBubble", true, "zb_h1", nullptr},
       {"LoopedBFS", true, nullptr, nullptr},
-      {"ZBVZeroBubble", true, nullptr, nullptr},
-      {"DualPipeV", true, nullptr, nullptr},
+      {"ZBVZeroBubble", true, "zbv", nullptr},
+      {"DualPipeV", true, "dualpipev", nullptr},
   };
   return schedules;
 }

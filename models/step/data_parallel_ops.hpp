@@ -71,7 +71,8 @@ struct DpSetting {
   // (optimizer_step_bytes_per_param, models/optimizer_precision.hpp).
   double optimizer_step_bytes_per_param = 30;
   std::int64_t optimizer_shards = 1;
-  std::optional<GroupIndex> embedding_group;  // tied embeddings, pp > 1, first or last stage
+  // Tied embeddings with the embedding and the output layer on different stages, on either.
+  std::optional<GroupIndex> embedding_group;
   double embedding_params = 0;
   // Routed-expert parameters (MoE) reduce and gather over expert DP, in buckets of their own.
   bool expert_active = false;  // |EDP| > 1

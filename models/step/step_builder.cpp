@@ -278,7 +278,7 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
     dp.expert_optimizer_shards = training.distributed_optimizer ? layout.expert.edp : 1;
   }
   const bool edge = stage == layout.embedding_chunk().stage || stage == layout.output_chunk().stage;
-  if (in.config.model.tied_embeddings && layout.sizes.pp > 1 && edge) {
+  if (in.config.model.tied_embeddings && layout.output_apart_from_embedding() && edge) {
     dp.embedding_group = table.index(in.embedding.of(rank), GroupPurpose::kEmbedding);
     dp.embedding_params = static_cast<double>(in.dims.vocab / in.dims.tp * in.dims.hidden);
   }
@@ -351,8 +351,8 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
       memory.weights + memory.grads + memory.optimizer + memory.buffers + memory.wgrad_placeholders;
   OpEmitter emit(graph, timer, payloads, c.training.precision, c.training.quantization);
   emit.set_host_issue({timer.profile().host, c.training.cuda_graphs});
-  const bool output_weights =
-      stage == c.layout.output_chunk().stage && (!c.model.tied_embeddings || c.layout.sizes.pp > 1);
+  const bool output_weights = stage == c.layout.output_chunk().stage &&
+                              (!c.model.tied_embeddings || c.layout.output_apart_from_embedding());
   // Groups are registered in this order: tp, cp, dp (binding_between relies on it).
   const TpSetting tp = tp_setting(in, groups, rank);
   const CpSetting cp = cp_setting(in, groups, rank);

@@ -24,7 +24,7 @@ std::optional<std::string> sweep_rule_violation(const SweepBase& base, const Swe
   const std::int64_t layers = base.parsed.model.layers;
   if (p.vpp > 1 && layers % (p.pp * p.vpp) != 0) {
     return base.file + ": parallel.vpp = " + std::to_string(p.vpp) +
-           ": an interleaved schedule needs layers (" + std::to_string(layers) +
+           ": several model chunks per stage need layers (" + std::to_string(layers) +
            ") to divide by pp·vpp = " + std::to_string(p.pp * p.vpp);
   }
   const bool sp_on_in_space =

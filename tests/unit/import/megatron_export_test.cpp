@@ -1,5 +1,6 @@
 #include "models/launch_args/megatron_export.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <catch2/catch.hpp>
@@ -66,6 +67,15 @@ TEST_CASE("export then import is the identity on every shipped example") {
     CHECK(back.layout.sizes.dp == config.layout.sizes.dp);
     CHECK(back.layout.vpp == config.layout.vpp);
     CHECK(back.layout.num_microbatches == config.layout.num_microbatches);
+    // A schedule Megatron-LM does not have (zbv) is named in the notes and comes back as
+    // Megatron's choice by vpp, whose activation memory differs.
+    const std::string schedule = config.layout.schedule->name;
+    if (schedule != "1f1b" && schedule != "interleaved") {
+      CHECK(std::find(exported.notes.begin(), exported.notes.end(),
+                      "training.schedule " + schedule + " is not a Megatron-LM schedule") !=
+            exported.notes.end());
+      continue;
+    }
     CHECK(back.layout.schedule == config.layout.schedule);
     const MemoryReport before = memory_report(config.model, config.layout, config.training, 80e9);
     const MemoryReport after = memory_report(back.model, back.layout, back.training, 80e9);

@@ -63,6 +63,10 @@ TEST_CASE("export then import torchtitan is the identity on layouts TorchTitan c
        {"parallel.data_sharding=params", "parallel.vpp=1", "training.schedule=1f1b"}},
       {"qwen3-30b-a3b-8gpu", {"parallel.data_sharding=params"}},
       {"llama3-8b-8gpu-b300-fp8", {"parallel.data_sharding=params"}},
+      {"llama3-8b-8gpu-zbv", {"training.distributed_optimizer=false", "training.recompute=none"}},
+      {"llama3-8b-8gpu-zbv",
+       {"training.distributed_optimizer=false", "training.recompute=none",
+        "training.schedule=dualpipev"}},
   };
   for (const auto& [name, overrides] : variants) {
     const RunConfig config = load_run_config(example_path(name), overrides);

@@ -191,10 +191,31 @@ TEST_CASE("pipeline stages split the layers as TorchTitan does") {
   CHECK(layers_per_virtual_stage(listed.layout) == std::vector<std::int64_t>{20, 12});
 }
 
+TEST_CASE("ZBVZeroBubble and DualPipeV run as zbv and dualpipev, two stages per rank in a V") {
+  // Replicated data parallelism and no activation checkpointing: wallsim's W passes are not
+  // built for FSDP's sharded gradients or full recompute.
+  for (const auto& [titan, wallsim] :
+       {std::pair{"ZBVZeroBubble", "zbv"}, std::pair{"DualPipeV", "dualpipev"}}) {
+    INFO(titan);
+    const RunConfig v = load(import_text(
+        job("[parallelism]\npipeline_parallel_degree = 4\ndata_parallel_replicate_degree = 2\n"
+            "data_parallel_shard_degree = 1\npipeline_parallel_schedule = \"" +
+            std::string(titan) +
+            "\"\n[training]\nlocal_batch_size = 8\n[activation_checkpoint]\nmode = \"none\"\n")));
+    CHECK(v.layout.vpp == 2);
+    CHECK(v.layout.schedule->name == wallsim);
+    // TorchTitan's default split of 8 stages (as for Interleaved1F1B above), placed in a V:
+    // rank 0 holds the first and the last stage, the embedding and the output layer.
+    CHECK(layers_per_virtual_stage(v.layout) == std::vector<std::int64_t>{4, 5, 4, 4, 4, 4, 4, 3});
+    CHECK(v.layout.embedding_chunk().stage == 0);
+    CHECK(v.layout.output_chunk().stage == 0);
+  }
+}
+
 TEST_CASE("pipeline schedules wallsim does not run are refused or approximated by name") {
   const std::string pp = "[parallelism]\npipeline_parallel_degree = 2\n";
-  CHECK_THROWS_WITH(import_text(job(pp + "pipeline_parallel_schedule = \"DualPipeV\"\n")),
-                    Contains("pipeline_parallel_schedule = DualPipeV: not modelled by wallsim; "
+  CHECK_THROWS_WITH(import_text(job(pp + "pipeline_parallel_schedule = \"LoopedBFS\"\n")),
+                    Contains("pipeline_parallel_schedule = LoopedBFS: not modelled by wallsim; "
                              "must be one of 1F1B, Interleaved1F1B, GPipe"));
   CHECK_THROWS_WITH(import_text(job(pp + "pipeline_parallel_schedule = \"Zigzag\"\n")),
                     Contains("not a torch.distributed.pipelining schedule"));

@@ -85,6 +85,35 @@ TEST_CASE("zero-bubble schedules keep a micro-batch's tensors until its W, as th
   }
 }
 
+TEST_CASE("V-shape schedules keep what the report counts: ZB-V 2p chunks, DualPipeV 2p + 1",
+          "[models][step][memory][v_shape]") {
+  // One layer per virtual stage, 8 micro-batches per DP rank (2p, DualPipeV's least). The
+  // orders' peaks (v_schedule_test.cpp): 2p chunk forwards alive between F and W for ZB-V, 2p + 1
+  // for DualPipeV, on every stage; stage 0 also holds the embedding's and the logits' bytes.
+  for (const std::string schedule : {"zbv", "dualpipev"}) {
+    INFO(schedule);
+    json doc = pipeline_config();
+    doc["parallel"]["vpp"] = 2;
+    doc["training"]["schedule"] = schedule;
+    check_peaks_match_report(doc);
+    const RunConfig config = config_from(doc);
+    const MemoryReport report =
+        memory_report(config.model, config.layout, config.training, h100().profile().hbm_bytes);
+    for (const StageMemory& stage : report.stages) {
+      CHECK(stage.microbatches_in_flight == (schedule == "zbv" ? 8 : 9));
+    }
+    CHECK(report.stages[0].embedding);
+    CHECK(report.stages[0].output_layer);
+    CHECK_FALSE(report.stages[3].output_layer);
+    // Every rank simulated: the transfers across the V pair up and the step ends.
+    const StepProgram program = build(doc, Fidelity::kFull);
+    Engine engine;
+    FixedDelayComm comm(engine, Time::from_us(20));
+    Replay replay(engine, program.graphs, program.groups, comm);
+    CHECK(replay.run().end > Time::zero());
+  }
+}
+
 TEST_CASE("full recompute holds layer inputs plus one layer's transient at the peak",
           "[models][step][memory]") {
   json doc = pipeline_config();

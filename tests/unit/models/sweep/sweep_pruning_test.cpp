@@ -119,3 +119,21 @@ TEST_CASE("screening sizes the cuBLAS workspaces for the sweep's GPU, as the run
   CHECK(ampere.peak_bytes == memory_report(c.model, c.layout, c.training, 1e12, 80).peak_bytes);
   CHECK(ampere.peak_bytes < hopper.peak_bytes);
 }
+
+TEST_CASE("a V-shape schedule is pruned where vpp is not 2, with the schedule's reason",
+          "[sweep]") {
+  const SweepBase base = load_sweep_base(kConfig, {}, 8);
+  SweepSpace space;
+  space.tp = {1};
+  space.pp = {2};
+  space.vpp = {1, 2};
+  space.schedule = {"zbv"};
+  const ScreenedPoint one_chunk = screen_point(base, space, 0, 1e12);
+  CHECK(one_chunk.stage == PointStage::pruned_by_layout);
+  CHECK(one_chunk.reason_key == "training.schedule");
+  CHECK_THAT(one_chunk.reason, Catch::Contains("parallel.vpp = 1"));
+  const ScreenedPoint v_shape = screen_point(base, space, 1, 1e12);
+  CHECK(v_shape.stage == PointStage::to_simulate);
+  REQUIRE(v_shape.config);
+  CHECK(v_shape.config->layout.schedule->name == "zbv");
+}
