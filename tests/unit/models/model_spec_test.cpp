@@ -239,11 +239,13 @@ TEST_CASE("shipped MoE models: Megatron's total and active parameters match the 
     double tolerance;          // relative
   };
   // Mixtral 8x7B 46.7B / 12.9B (arXiv:2401.04088); 8x22B 141B / 39B (Mistral AI); Qwen3-30B-A3B
-  // 30.5B / 3.3B and 235B-A22B 235B / 22B (arXiv:2505.09388 Table 2). Megatron counts no QK-norm
-  // and no biases, so the match is to the published rounding.
+  // 30.5B / 3.3B and 235B-A22B 235B / 22B (arXiv:2505.09388 Table 2); DeepSeek-V2 236B / 21B
+  // (arXiv:2405.04434 §3.1.1; 21B is rounded to the billion, so 20.5-21.5B). Megatron counts no
+  // QK-norm and no biases, so the match is to the published rounding.
   for (const Case& c :
        {Case{"mixtral-8x7b", 46.7, 12.9, 0.005}, Case{"mixtral-8x22b", 141, 39, 0.01},
-        Case{"qwen3-30b-a3b", 30.5, 3.3, 0.02}, Case{"qwen3-235b-a22b", 235, 22, 0.01}}) {
+        Case{"qwen3-30b-a3b", 30.5, 3.3, 0.02}, Case{"qwen3-235b-a22b", 235, 22, 0.01},
+        Case{"deepseek-v2", 236, 21, 0.025}}) {
     INFO(c.file);
     const ModelSpec m = shipped(c.file);
     CHECK(total_parameters(m, 1) / 1e9 == Approx(c.total_b).epsilon(c.tolerance));
