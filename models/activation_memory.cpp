@@ -149,9 +149,12 @@ double moe_mlp_bytes(const ModelSpec& m, const MoeSpec& moe, const ActivationSet
   const double expert_rows = d(s.etp) * source_rows * balance;
   const double expert_width = d(moe.ffn_hidden) / d(s.etp);
   double bytes = routed_tokens * (mlp_replicated_per_token(m, s, 2.0) + router);
-  bytes += source_rows * (2 * h /* expert outputs the combine keeps */ + 4 /* their probs */);
-  bytes += expert_rows *
-           (s.gemm_input_bytes * h /* FC1 input */ + ffn_inner_per_token(m, s, expert_width));
+  bytes += source_rows * ((s.keep_expert_outputs ? 2 * h : 0.0) /* outputs the combine keeps */ +
+                          4 /* their probabilities */);
+  const double fc2_input_dropped =
+      s.recompute_moe_act && !s.recompute_mlp ? s.gemm_input_bytes * expert_width : 0.0;
+  bytes += expert_rows * (s.gemm_input_bytes * h /* FC1 input */ +
+                          ffn_inner_per_token(m, s, expert_width) - fc2_input_dropped);
   bytes += tokens(s) * ffn_inner_per_token(m, s, d(moe.shared_ffn_hidden)) / d(s.tp);
   if (s.quantized_gemm_inputs && moe.shared_ffn_hidden > 0 && !s.recompute_norms) {
     // The shared experts' FC1 saves its own quantized copy of the norm output.
@@ -177,6 +180,7 @@ ActivationSetting without_recompute(ActivationSetting s) {
   s.recompute_mlp = false;
   s.recompute_norms = false;
   s.recompute_moe = false;
+  s.recompute_moe_act = false;
   s.recompute_mla_up_proj = false;
   return s;
 }
@@ -196,7 +200,9 @@ ActivationSetting activation_setting(const TrainingSpec& t, std::int64_t tp, std
   s.recompute_mlp = t.recomputes("mlp");
   s.recompute_norms = t.recomputes("layernorm");
   s.recompute_moe = t.recomputes("moe");
+  s.recompute_moe_act = t.recomputes("moe_act");
   s.recompute_mla_up_proj = t.recomputes("mla_up_proj");
+  s.keep_expert_outputs = !t.moe_memory_efficient_permutation;
   s.flash_attention = t.flash_attention;
   s.logits_kept_bytes = cross_entropy_kernels(t.cross_entropy_fusion).kept_bytes_per_logit;
   s.quantized_gemm_inputs = t.quantization != Quantization::kNone;

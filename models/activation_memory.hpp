@@ -39,14 +39,21 @@
 // with T tokens per micro-batch on the rank and T_r = T/t routed per GPU with SP (T without):
 //   norm input, router input (the norm output) and dropout mask       as a dense MLP, per T_r
 //   router logits (2 bytes) and fp32 scores (4) per expert            6·E per routed token
-//   the combine's copies of the expert outputs and their probs         R·(2h + 4), R = k·T_r
+//   the probabilities of the dispatched rows (fp32)                    4·R, R = k·T_r
 //   (R = E·ceil(T_r·k/E·cf) with a capacity factor: every expert padded to its capacity)
+//   and, without memory-efficient permutation, the combine's copies of
+//   the expert outputs for the probabilities' gradient                 2h·R
 //   expert FC1 input (2h), activation input (2·f_e·(2 with SwiGLU)/t_e) and FC2 input
 //   (2·f_e/t_e) for etp·R·β rows: the ETP group all-gathers the tokens its experts receive, and
 //   β = ep·(largest load share of one EP rank) is the busiest EP rank (1 when uniform or with a
 //   capacity factor)
 //   shared experts as a dense MLP of width f_s on all T tokens, ÷t
-// Recomputing `mlp` drops the activation and FC2 inputs of routed and shared experts. With
+// Megatron-Core's experts multiply the probabilities into the activation output before FC2
+// (activation_func_with_probs), whose backward needs only the FC1 output it already keeps: the
+// memory-efficient permutation of the MCore MoE report (arXiv:2603.07685 §4.1), on by default.
+// Recomputing `mlp` drops the activation and FC2 inputs of routed and shared experts,
+// `moe_act` only the routed experts' FC2 input (the activation output, recomputed from the
+// kept FC1 output before FC2's backward). With
 // uniform routing, SP and t_e = t this is the dense MLP with f replaced by k·f_e (÷t) plus the
 // router, combine and expert FC1-input terms.
 #pragma once
@@ -69,6 +76,7 @@ struct ActivationSetting {
   bool recompute_mlp = false;             // selective: mlp
   bool recompute_norms = false;           // selective: layernorm
   bool recompute_moe = false;             // selective: moe (MoE FFN keeps its input only)
+  bool recompute_moe_act = false;         // selective: moe_act (routed experts' FC2 input)
   bool recompute_mla_up_proj = false;     // selective: mla_up_proj (Q, K, V not kept)
   bool flash_attention = true;
   double logits_kept_bytes = 4;  // per logit element the cross-entropy keeps (cross_entropy.hpp)
@@ -78,6 +86,9 @@ struct ActivationSetting {
   bool quantized_gemm_inputs = false;
   std::int64_t etp = 1;  // expert tensor parallelism (MoE layers)
   std::int64_t ep = 1;   // expert parallelism (MoE layers)
+  // The combine keeps each dispatched row's expert output for the probabilities' gradient
+  // (training.moe_memory_efficient_permutation false).
+  bool keep_expert_outputs = false;
 };
 
 ActivationSetting activation_setting(const TrainingSpec& training, std::int64_t tp, std::int64_t cp,

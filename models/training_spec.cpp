@@ -166,6 +166,8 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
     t.memory_allowances = parse_allowances(*allowances);
   }
   t.expandable_segments = object.boolean_or("expandable_segments", t.expandable_segments);
+  t.moe_memory_efficient_permutation =
+      object.boolean_or("moe_memory_efficient_permutation", t.moe_memory_efficient_permutation);
   object.finish();
   return t;
 }

@@ -101,6 +101,13 @@ struct TrainingSpec {
   // default, as PyTorch ships it and as Megatron-Bridge's Slurm performance recipes and the
   // validated B200 launchers leave it (docs/reference/allocator.md).
   bool expandable_segments = false;
+  // training.moe_memory_efficient_permutation: the routed experts scale their activation output
+  // by the router probabilities before FC2 (Megatron-Core's activation_func_with_probs, the
+  // default since the probabilities travel with the dispatched tokens), so the combine keeps no
+  // copy of the expert outputs for the probabilities' gradient. false: the older path that
+  // multiplies in the unpermute and keeps them (Megatron-Core MoE report, arXiv:2603.07685 §4.1;
+  // docs/reference/moe.md).
+  bool moe_memory_efficient_permutation = true;
 
   bool recomputes(const std::string& module) const;
 };

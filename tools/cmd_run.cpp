@@ -111,6 +111,15 @@ int run(const RunOptions& options) {
   if (!result.summary.fits_in_memory) {
     result.summary.fit_suggestions =
         models::fit_suggestions(config, result.summary.hbm_bytes, profile.gpu.compute_capability);
+    const auto fitting =
+        std::count_if(result.summary.fit_suggestions.begin(), result.summary.fit_suggestions.end(),
+                      [](const auto& fit) { return fit.valid && fit.fits; });
+    if (fitting > 0) {
+      spdlog::info("re-simulating the {} change{} that fit, for their step time", fitting,
+                   fitting == 1 ? "" : "s");
+      models::time_fit_suggestions(config, profile.gpu, profile.comm,
+                                   result.summary.iteration_time_s, result.summary.fit_suggestions);
+    }
   }
   std::ostream& human = options.config.json ? std::cerr : std::cout;
   if (options.config.json) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
+#include <string>
 
 #include "models/memory.hpp"
 #include "models/run/simulate.hpp"
@@ -35,7 +37,23 @@ struct Candidate {
   std::vector<std::string> overrides;
 };
 
-std::vector<Candidate> candidates(const RunConfig& config) {
+// Megatron-Core's fine-grained recompute modules that apply to the model and are not yet
+// recomputed, in the order of the MCore MoE report's Table 4.
+std::vector<std::string> fine_grained_modules(const RunConfig& config) {
+  const TrainingSpec& training = config.training;
+  std::vector<std::string> added;
+  if (training.recompute == Recompute::full || !(config.model.moe || config.model.mla)) {
+    return added;
+  }
+  for (const char* module : {"mla_up_proj", "moe_act", "layernorm"}) {
+    if (std::string(module) == "mla_up_proj" && !config.model.mla) continue;
+    if (std::string(module) == "moe_act" && !config.model.moe) continue;
+    if (!training.recomputes(module)) added.push_back(module);
+  }
+  return added;
+}
+
+std::vector<Candidate> candidates(const RunConfig& config, int compute_capability) {
   const TrainingSpec& training = config.training;
   const ParallelSizes& sizes = config.layout.sizes;
   std::vector<Candidate> list;
@@ -88,6 +106,22 @@ std::vector<Candidate> candidates(const RunConfig& config) {
   }
   if (!training.offload_activations) {
     list.push_back({"offload.activations=true", {"training.offload.activations=true"}});
+  }
+  if (const auto added = fine_grained_modules(config); !added.empty()) {
+    std::vector<std::string> modules;
+    if (training.recompute == Recompute::selective) modules = training.recompute_modules;
+    modules.insert(modules.end(), added.begin(), added.end());
+    std::string change = "recompute";
+    std::string value = "[";
+    for (std::size_t i = 0; i < added.size(); ++i) change += (i ? " + " : " ") + added[i];
+    for (std::size_t i = 0; i < modules.size(); ++i) {
+      value += (i ? ",\"" : "\"") + modules[i] + "\"";
+    }
+    list.push_back(
+        {change, {"training.recompute=selective", "training.recompute_modules=" + value + "]"}});
+  }
+  if (training.precision == Dtype::kBf16 && compute_capability >= 89) {
+    list.push_back({"precision=fp8", {"training.precision=fp8"}});
   }
   return list;
 }
@@ -161,9 +195,10 @@ std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile
 std::vector<FitCandidate> fit_suggestions(const RunConfig& config, double hbm_bytes,
                                           int compute_capability) {
   std::vector<FitCandidate> result;
-  for (const Candidate& candidate : candidates(config)) {
+  for (const Candidate& candidate : candidates(config, compute_capability)) {
     FitCandidate fit;
     fit.change = candidate.change;
+    fit.overrides = candidate.overrides;
     try {
       const RunConfig changed = variant_of(config, candidate.overrides);
       const MemoryReport memory = memory_report(changed.model, changed.layout, changed.training,
@@ -177,6 +212,21 @@ std::vector<FitCandidate> fit_suggestions(const RunConfig& config, double hbm_by
     result.push_back(fit);
   }
   return result;
+}
+
+void time_fit_suggestions(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
+                          double baseline_step_s, std::vector<FitCandidate>& candidates) {
+  for (FitCandidate& fit : candidates) {
+    if (!fit.valid || !fit.fits) continue;
+    try {
+      const RunConfig changed = variant_of(config, fit.overrides);
+      fit.step_s = simulate(changed, gpu, comm).summary.iteration_time_s;
+      fit.step_change = baseline_step_s > 0 ? fit.step_s / baseline_step_s - 1 : 0;
+      fit.timed = true;
+    } catch (const std::exception& error) {
+      fit.note = error.what();
+    }
+  }
 }
 
 }  // namespace wallsim::models

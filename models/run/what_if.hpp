@@ -31,12 +31,21 @@ std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile
 // Candidates, each alone: recompute selective, recompute full, distributed optimizer, micro-batch
 // halved, pp ×2, tp ×2 (within an NVLink domain); the memory-saving training switches together;
 // then gradient and parameter sharding (ZeRO-2, ZeRO-3), bf16 gradient reduction, the
-// precision-aware optimizer with bf16 moments and activation offloading.
+// precision-aware optimizer with bf16 moments, activation offloading, for MoE and MLA models
+// Megatron-Core's fine-grained recompute (mla_up_proj, moe_act and layernorm beside the modules
+// already recomputed; the MCore MoE report's Table 4), and FP8 (its quantized activation copies)
+// for a bf16 run on a GPU with FP8 GEMMs (compute capability 8.9 or later).
 // Only those that change something are listed; each with its analytical peak and whether it
 // fits in `hbm_bytes` less the fit margin (memory.hpp; `compute_capability` sizes the cuBLAS
 // workspaces). Each candidate is a variant of the config (variant_of: overrides read and
 // validated by the config loader); one the loader refuses is listed as not valid.
 std::vector<FitCandidate> fit_suggestions(const RunConfig& config, double hbm_bytes,
                                           int compute_capability = 90);
+
+// What each change that fits costs in time: re-simulates the variant of every valid candidate
+// that fits (variant_of with its overrides, the same profile) and records its step and its change
+// against `baseline_step_s`. A variant the simulator refuses stays untimed, its reason in `note`.
+void time_fit_suggestions(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
+                          double baseline_step_s, std::vector<FitCandidate>& candidates);
 
 }  // namespace wallsim::models

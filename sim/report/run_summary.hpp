@@ -123,11 +123,17 @@ struct Sensitivity {
 
 // One change that could make a layout fit, with the analytical peak it gives.
 struct FitCandidate {
-  std::string change;  // "recompute=full", "pp=8", ...
-  bool valid = true;   // false: the layout is impossible (reason in `note`)
+  std::string change;                  // "recompute=full", "pp=8", ...
+  std::vector<std::string> overrides;  // the `--set` arguments that apply it
+  bool valid = true;                   // false: the layout is impossible (reason in `note`)
   double peak_bytes = 0;
   bool fits = false;
   std::string note;
+  // What fitting costs: the step re-simulated with the change (timed: a valid change that fits)
+  // and its change against the run's own step.
+  bool timed = false;
+  double step_s = 0;
+  double step_change = 0;
 };
 
 // p10, p50, p90 and mean of one quantity over the sampled steps (seconds).

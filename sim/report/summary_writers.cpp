@@ -143,11 +143,13 @@ json what_if_json(const RunSummary& s) {
   }
   json fits = json::array();
   for (const auto& f : s.fit_suggestions) {
-    fits.push_back({{"change", f.change},
-                    {"valid", f.valid},
-                    {"peak_bytes", f.peak_bytes},
-                    {"fits", f.fits},
-                    {"note", f.note}});
+    json entry = {{"change", f.change},         {"overrides", f.overrides}, {"valid", f.valid},
+                  {"peak_bytes", f.peak_bytes}, {"fits", f.fits},           {"note", f.note}};
+    if (f.timed) {
+      entry["step_s"] = f.step_s;
+      entry["step_change"] = f.step_change;
+    }
+    fits.push_back(std::move(entry));
   }
   return {{"sensitivities", sensitivities}, {"fit_suggestions", fits}};
 }
@@ -277,8 +279,9 @@ void write_what_if_text(const RunSummary& s, std::ostream& out) {
   for (const auto& f : s.fit_suggestions) {
     out << "    " << f.change << ": "
         << (f.valid ? gib(f.peak_bytes) + (f.fits ? "  fits" : "  does not fit")
-                    : "not a valid layout (" + f.note + ")")
-        << "\n";
+                    : "not a valid layout (" + f.note + ")");
+    if (f.timed) out << line(", step %.3f s (%+.1f%%)", f.step_s, 100 * f.step_change);
+    out << "\n";
   }
 }
 

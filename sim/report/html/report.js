@@ -137,8 +137,9 @@ function memoryWall() {
   const panel = el("div", { class: "panel" + (S.walls.binding === "memory" ? " binding" : ""), id: "wall-memory" },
     el("h3", { text: `Memory: ${fmtPct(S.walls.memory.utilization, 0)} of HBM, largest part ${S.walls.memory.contributor}` }), legend(keys), bars);
   if (S.fit_suggestions && S.fit_suggestions.length) {
-    panel.append(el("h3", { text: "What would make it fit" }), table(["change", { label: "peak", num: true }, "result"],
-      S.fit_suggestions.map((f) => [f.change, f.valid ? fmtGiB(f.peak_bytes) : "—", f.valid ? el("span", { class: f.fits ? "fits" : "nofit", text: f.fits ? "fits" : "does not fit" }) : f.note])));
+    panel.append(el("h3", { text: "What would make it fit" }), table(["change", { label: "peak", num: true }, "result", { label: "step", num: true }],
+      S.fit_suggestions.map((f) => [f.change, f.valid ? fmtGiB(f.peak_bytes) : "—", f.valid ? el("span", { class: f.fits ? "fits" : "nofit", text: f.fits ? "fits" : "does not fit" }) : f.note,
+        f.step_s !== undefined ? `${f.step_s.toFixed(3)} s (${f.step_change >= 0 ? "+" : ""}${(100 * f.step_change).toFixed(1)}%)` : "—"])));
   }
   return panel;
 }

@@ -153,26 +153,53 @@ TEST_CASE("an MoE layer keeps the dense MLP of width k·f_e plus router, combine
           "[models][activations][moe]") {
   // Uniform routing, t = t_e = 1: the k·T expert rows keep act input 2·(2f_e) and FC2 input
   // 2f_e each, i.e. a dense SwiGLU MLP of width k·f_e; on top, per token, the router's 6E bytes
-  // (bf16 logits, fp32 scores), the combine's k copies of the output with their probs k·(2h + 4)
-  // and the experts' FC1 inputs k·2h (a dense MLP shares its FC1 input with the norm output).
+  // (bf16 logits, fp32 scores), the k dispatched rows' fp32 probabilities k·4 and the experts'
+  // FC1 inputs k·2h (a dense MLP shares its FC1 input with the norm output).
   const double T = 4096, h = 4096, E = 8, k = 2;
-  const ActivationSetting s = flash_setting(4096, 1, false);
-  const double extra = T * (6 * E + k * (2 * h + 4) + k * 2 * h);
+  ActivationSetting s = flash_setting(4096, 1, false);
+  const double extra = T * (6 * E + k * 4 + k * 2 * h);
   CHECK(layer_activation_bytes(mixtral_8x7b(), s, 0) ==
         Approx(layer_activation_bytes(mixtral_dense_equivalent(), s) + extra).epsilon(1e-12));
   // Hand total per token: attention 4h + (2·4096 + 4·1024 + 2·4096) = 36,864; MoE 4h + 6E = 16,432;
-  // combine 2·8196 = 16,392; experts 2·(2h + 6·14336) = 188,416 -> 258,104 bytes per token.
+  // probabilities 2·4 = 8; experts 2·(2h + 6·14336) = 188,416 -> 241,720 bytes per token.
+  CHECK(layer_activation_bytes(mixtral_8x7b(), s, 0) == T * 241720);
+  // Without memory-efficient permutation the combine also keeps each row's output, k·2h more:
+  // 241,720 + 2·8192 = 258,104.
+  s.keep_expert_outputs = true;
   CHECK(layer_activation_bytes(mixtral_8x7b(), s, 0) == T * 258104);
+}
+
+TEST_CASE("recomputing moe_act drops the routed experts' FC2 input only",
+          "[models][activations][moe]") {
+  // Mixtral as above (241,720 bytes per token): the k = 2 routed rows' FC2 inputs, 2·f_e bytes
+  // each, are recomputed from the kept FC1 output: 241,720 - 2·2·14336 = 184,376. `mlp` already
+  // drops both the activation and FC2 inputs, so adding moe_act to it changes nothing.
+  TrainingSpec run = training(4096, 1, 8);
+  run.recompute = Recompute::selective;
+  run.recompute_modules = {"moe_act"};
+  CHECK(layer_activation_bytes(mixtral_8x7b(), activation_setting(run, 1, 1, false), 0) ==
+        4096.0 * 184376);
+  run.recompute_modules = {"mlp"};
+  const double mlp =
+      layer_activation_bytes(mixtral_8x7b(), activation_setting(run, 1, 1, false), 0);
+  run.recompute_modules = {"mlp", "moe_act"};
+  CHECK(layer_activation_bytes(mixtral_8x7b(), activation_setting(run, 1, 1, false), 0) == mlp);
+  // The training key turns the older combine back on: k·2h = 16,384 more per token.
+  run.recompute_modules = {"moe_act"};
+  run.moe_memory_efficient_permutation = false;
+  CHECK(layer_activation_bytes(mixtral_8x7b(), activation_setting(run, 1, 1, false), 0) ==
+        4096.0 * (184376 + 16384));
 }
 
 TEST_CASE("with SP and t_e = t the expert activations shard like a TP MLP",
           "[models][activations][moe]") {
   // t = t_e = 4 with SP: each GPU routes T/t tokens; the ETP group gathers t_e·k·T/t = k·T rows of
-  // width f_e/t. The router and combine terms divide by t, the experts' FC1 input k·T·2h does not.
+  // width f_e/t. The router and probability terms divide by t, the experts' FC1 input k·T·2h does
+  // not.
   const double T = 4096, h = 4096, E = 8, k = 2, t = 4;
   ActivationSetting s = flash_setting(4096, 4, true);
   s.etp = 4;
-  const double extra = T / t * (6 * E + k * (2 * h + 4)) + k * T * 2 * h;
+  const double extra = T / t * (6 * E + k * 4) + k * T * 2 * h;
   CHECK(layer_activation_bytes(mixtral_8x7b(), s, 0) ==
         Approx(layer_activation_bytes(mixtral_dense_equivalent(), s) + extra).epsilon(1e-12));
 }
@@ -180,14 +207,14 @@ TEST_CASE("with SP and t_e = t the expert activations shard like a TP MLP",
 TEST_CASE("a capacity factor pads every expert to C = ceil(T·k/E·cf) rows",
           "[models][activations][moe]") {
   // s = 10 tokens, k = 2, E = 8, cf = 1: C = ceil(20/8) = 3, so 8·3 = 24 rows instead of 20.
-  // Each row keeps combine 2h + 4 and expert FC1 input 2h, act input 4f_e, FC2 input 2f_e.
+  // Each row keeps its probability (4) and expert FC1 input 2h, act input 4f_e, FC2 input 2f_e.
   const double h = 4096, f = 14336;
   const ActivationSetting s = flash_setting(10, 1, false);
   const double dropless = layer_activation_bytes(mixtral_8x7b(), s, 0);
   ModelSpec padded = mixtral_8x7b();
   padded.moe->capacity_factor = 1.0;
   CHECK(layer_activation_bytes(padded, s, 0) - dropless ==
-        Approx(4 * ((2 * h + 4) + (2 * h + 6 * f))).epsilon(1e-12));
+        Approx(4 * (4 + (2 * h + 6 * f))).epsilon(1e-12));
 }
 
 TEST_CASE("router imbalance loads the busiest EP rank's experts", "[models][activations][moe]") {
@@ -286,12 +313,12 @@ TEST_CASE("FP8 MoE layers quantize the experts' inputs and keep the router's bf1
           "[models][activations][moe]") {
   // Mixtral, uniform routing, t = 1, flash attention, T tokens. Attention per token: norm input
   // 2h, QKV input 1h, Q 2·4096, K and V 4·1024, projection (2 + 1)·4096 = 36,864 (as in bf16).
-  // MoE: norm input 2h and router input 2h stay bf16, router 6E: 16,432; combine 2·(2h + 4) =
-  // 16,392; each of k = 2 expert rows FC1 input 1h, SwiGLU input 4·14336, FC2 input 14336:
-  // 2·75,776 = 151,552. Total 221,240 bytes per token (258,104 in bf16).
+  // MoE: norm input 2h and router input 2h stay bf16, router 6E: 16,432; probabilities 2·4 = 8;
+  // each of k = 2 expert rows FC1 input 1h, SwiGLU input 4·14336, FC2 input 14336:
+  // 2·75,776 = 151,552. Total 204,856 bytes per token (241,720 in bf16).
   TrainingSpec run = training(4096, 1, 8);
   run.precision = wallsim::Dtype::kFp8;
   run.quantization = Quantization::kFp8PerTensor;
   const ActivationSetting x = activation_setting(run, 1, 1, false);
-  CHECK(layer_activation_bytes(mixtral_8x7b(), x, 0) == 4096.0 * 221240);
+  CHECK(layer_activation_bytes(mixtral_8x7b(), x, 0) == 4096.0 * 204856);
 }

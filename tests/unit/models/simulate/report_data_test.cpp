@@ -181,3 +181,58 @@ TEST_CASE("a layout that does not fit gets changes that lower its peak", "[model
     CHECK(changes.count(expected) == 1);
   }
 }
+
+TEST_CASE("an MoE layout that does not fit is offered fine-grained recompute and FP8",
+          "[models][report]") {
+  // Qwen3-30B-A3B on 8 H100 without recompute at 8K tokens, 4 layers: the MoE activations
+  // (8 routed rows of 2·768·3 bytes per token per layer, FC1 inputs 2h each) exceed the HBM.
+  const RunConfig config = load_run_config(kRoot + "/configs/examples/qwen3-30b-a3b-8gpu.json",
+                                           {"training.recompute=none", "training.seq_len=32768",
+                                            "training.micro_batch=2", "training.global_batch=16"});
+  const double hbm = h100().gpu.hbm_bytes;
+  const auto base = memory_report(config.model, config.layout, config.training, hbm);
+  REQUIRE(!base.fits_in_memory);
+  const auto find = [](const std::vector<FitCandidate>& all, const std::string& change) {
+    for (const FitCandidate& f : all) {
+      if (f.change == change) return f;
+    }
+    FAIL("no candidate " << change);
+    return FitCandidate{};
+  };
+  const auto hopper = fit_suggestions(config, hbm, 90);
+  // No MLA: the experts' activation and the norms; both save activations.
+  const FitCandidate fine = find(hopper, "recompute moe_act + layernorm");
+  CHECK(fine.overrides == std::vector<std::string>{"training.recompute=selective",
+                                                   "training.recompute_modules=[\"moe_act\","
+                                                   "\"layernorm\"]"});
+  CHECK(fine.valid);
+  CHECK(fine.peak_bytes < base.peak_bytes);
+  const FitCandidate fp8 = find(hopper, "precision=fp8");
+  CHECK(fp8.valid);
+  CHECK(fp8.peak_bytes < base.peak_bytes);
+  // An A100 (compute capability 8.0) has no FP8 GEMMs: not offered.
+  for (const FitCandidate& f : fit_suggestions(config, hbm, 80)) CHECK(f.change != "precision=fp8");
+}
+
+TEST_CASE("a change that fits is timed against the run's own step", "[models][report]") {
+  // Llama 3 8B cut to 16 layers, tp 1, micro-batch 4: about 122 GiB; full recompute, tp 2 and
+  // activation offloading fit.
+  const RunConfig config =
+      small_config({"parallel.tp=1", "parallel.sequence_parallel=false", "training.recompute=none",
+                    "training.micro_batch=4", "model.layers=16"});
+  const double hbm = h100().gpu.hbm_bytes;
+  const double base = run(config).summary.iteration_time_s;
+  auto fits = fit_suggestions(config, hbm);
+  time_fit_suggestions(config, h100().gpu, h100().comm, base, fits);
+  int timed = 0;
+  for (const FitCandidate& f : fits) {
+    CAPTURE(f.change, f.note);
+    CHECK(f.timed == (f.valid && f.fits));
+    if (!f.timed) continue;
+    ++timed;
+    CHECK(f.step_change == Approx(f.step_s / base - 1));
+    // Full recompute runs every layer's forward twice: never faster.
+    if (f.change == "recompute=full") CHECK(f.step_change > 0);
+  }
+  CHECK(timed > 0);
+}
