@@ -248,6 +248,46 @@ double layer_recompute_transient_bytes(const ModelSpec& m, const ActivationSetti
   return full_layer_bytes(m, without_recompute(s), m.is_moe_layer(layer));
 }
 
+double layer_offload_bytes(const ModelSpec& m, const ActivationSetting& s, std::int64_t layer,
+                           const std::vector<std::string>& modules) {
+  if (s.recompute == Recompute::full) return 0.0;
+  const auto has = [&](const char* name) {
+    return std::find(modules.begin(), modules.end(), name) != modules.end();
+  };
+  const double h = d(m.hidden);
+  const double per_replicated = tokens(s) / replicated_divisor(s);
+  const double per_sharded = tokens(s) / d(s.tp);
+  double bytes = 0;
+  if (has("attn_norm")) bytes += per_replicated * 2 * h;
+  if (has("qkv_linear") && !s.recompute_norms) bytes += per_replicated * s.gemm_input_bytes * h;
+  if (has("mlp_norm")) bytes += per_replicated * 2 * h;
+  double query = d(m.heads * m.head_dim);
+  double key_value = 2 * d(m.kv_heads * m.head_dim);
+  if (m.mla) {
+    const double qk = d(m.heads) * d(m.mla->qk_head_dim + m.mla->qk_rope_head_dim);
+    const double up = s.recompute_mla_up_proj ? 0.0 : 1.0;
+    query = up * qk;
+    key_value = up * (qk + d(m.heads) * d(m.mla->v_head_dim));
+  }
+  if (has("core_attn")) bytes += per_sharded * 2 * (query + key_value);
+  if (has("attn_proj")) {
+    const double value = m.mla ? d(m.heads) * d(m.mla->v_head_dim) : d(m.heads * m.head_dim);
+    bytes += per_sharded * projection_input_bytes(s) * value;
+  }
+  if (m.is_moe_layer(layer) && !s.recompute_moe) {
+    const MoeSpec& moe = *m.moe;
+    const double source_rows = dispatched_rows(moe, per_replicated);
+    const double balance = moe.capacity_factor ? 1.0 : busiest_ep_rank_factor(moe, s.ep);
+    const double expert_rows = d(s.etp) * source_rows * balance;
+    const double width = d(moe.ffn_hidden) / d(s.etp);
+    if (has("expert_fc1")) bytes += expert_rows * s.gemm_input_bytes * h;
+    if (has("moe_act") && !s.recompute_mlp) {
+      bytes += expert_rows * 2 * width * (m.gated() ? 2 : 1);
+    }
+  }
+  return bytes;
+}
+
 double embedding_activation_bytes(const ModelSpec& m, const ActivationSetting& s) {
   return tokens(s) * (8.0 + dropout_mask(m) / replicated_divisor(s));
 }

@@ -59,6 +59,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "models/model_spec.hpp"
 #include "models/training_spec.hpp"
@@ -111,6 +113,22 @@ double layer_activation_bytes(const ModelSpec& model, const ActivationSetting& s
 double layer_recompute_transient_bytes(const ModelSpec& model, const ActivationSetting& setting);
 double layer_recompute_transient_bytes(const ModelSpec& model, const ActivationSetting& setting,
                                        std::int64_t layer);
+
+// Of layer `layer`'s bytes, what the listed modules save (Megatron-Core's fine-grained activation
+// offloading: each module's saved tensors go to host memory; training.offload.activations as a
+// list), per micro-batch, with the same terms as above:
+//   attn_norm   the input norm's input, 2h per token (÷t with SP)
+//   qkv_linear  the QKV (MLA: down-projection) input, the norm output (none under `layernorm`
+//               recompute)
+//   core_attn   Q, K and V (none for MLA under `mla_up_proj` recompute), ÷t
+//   attn_proj   the projection's input, the core attention's output, ÷t
+//   mlp_norm    the pre-MLP norm's input, 2h per token
+//   expert_fc1  the routed experts' FC1 inputs (MoE layers; none under `moe` recompute)
+//   moe_act     the routed experts' activation inputs, their FC1 outputs (MoE layers; none under
+//               `moe` or `mlp` recompute)
+// Under full recompute a layer keeps only its input: nothing of these.
+double layer_offload_bytes(const ModelSpec& model, const ActivationSetting& setting,
+                           std::int64_t layer, const std::vector<std::string>& modules);
 
 // First stage, per micro-batch: token ids (8 bytes each) and the embedding-dropout mask.
 double embedding_activation_bytes(const ModelSpec& model, const ActivationSetting& setting);

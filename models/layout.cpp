@@ -205,6 +205,12 @@ void check_offload(const ModelSpec& model, const TrainingSpec& t, const Pipeline
     refuse("with schedules that defer weight gradients (" + schedule.name + ")");
   }
   if (model.moe && t.overlap.ep_comm) refuse("with training.overlap.ep_comm (paired layers)");
+  for (const std::string& module : t.offload_modules) {
+    if ((module == "expert_fc1" || module == "moe_act") && !model.moe) {
+      throw InputError(where, "training.offload.activations", module,
+                       "offloads routed experts' tensors: the model has no MoE layers");
+    }
+  }
 }
 
 }  // namespace

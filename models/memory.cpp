@@ -58,22 +58,49 @@ double mtp_activation_bytes(const ModelSpec& model, const ActivationSetting& set
                                 output_activation_bytes(model, setting));
 }
 
+// What activation offloading copies to the host per layer and micro-batch: the whole layer, or
+// with a module list what those modules save (layer_offload_bytes).
+LayerKinds offloaded_per_layer(const ModelSpec& model, const ActivationSetting& setting,
+                               const TrainingSpec& training) {
+  const std::int64_t dense_layer = 0;
+  const std::int64_t moe_layer = model.is_moe() ? model.moe->first_dense_layers : 0;
+  if (!training.offload_activations) return {0.0, 0.0};
+  if (training.offload_modules.empty()) {
+    return {layer_activation_bytes(model, setting),
+            model.is_moe() ? layer_activation_bytes(model, setting, moe_layer) : 0.0};
+  }
+  // Layer 0 is dense unless every layer is MoE; a dense layer has no expert modules.
+  ModelSpec dense = model;
+  dense.moe.reset();
+  return {layer_offload_bytes(dense, setting, dense_layer, training.offload_modules),
+          model.is_moe() ? layer_offload_bytes(model, setting, moe_layer, training.offload_modules)
+                         : 0.0};
+}
+
 // Bytes one micro-batch leaves on each chunk of the stage until its backward: the real bytes of
-// the layers the chunk holds (MoE and dense layers differ).
+// the layers the chunk holds (MoE and dense layers differ), less what offloading moves to the
+// host from every layer but the chunk's last.
 std::vector<double> chunk_bytes(const ModelSpec& model, const Layout& layout,
                                 const ActivationSetting& setting, std::int64_t stage,
-                                bool offload) {
+                                const TrainingSpec& training) {
   LayerKinds per_layer{layer_activation_bytes(model, setting), 0.0};
   if (model.is_moe()) {
     const std::int64_t first_moe = model.moe->first_dense_layers;
     per_layer.moe = layer_activation_bytes(model, setting, first_moe);
   }
+  const LayerKinds offloaded = offloaded_per_layer(model, setting, training);
   std::vector<double> bytes;
   for (const auto& chunk : layers_of(layout, stage).chunks) {
-    if (offload && chunk.count > 0) {
-      // Only the chunk's last layer stays on the GPU (activation offloading).
+    if (training.offload_activations && chunk.count > 0) {
+      // Every layer but the chunk's last leaves its offloaded part on the host.
+      const std::int64_t moe = moe_layers_in(model, chunk.first_layer, chunk.count);
       const std::int64_t last = chunk.first_layer + chunk.count - 1;
-      bytes.push_back(model.is_moe_layer(last) ? per_layer.moe : per_layer.dense);
+      const bool last_moe = model.is_moe_layer(last);
+      const double kept_dense = per_layer.dense - offloaded.dense;
+      const double kept_moe = per_layer.moe - offloaded.moe;
+      bytes.push_back(d(chunk.count - moe - (last_moe ? 0 : 1)) * kept_dense +
+                      d(moe - (last_moe ? 1 : 0)) * kept_moe +
+                      (last_moe ? per_layer.moe : per_layer.dense));
       continue;
     }
     const std::int64_t moe = moe_layers_in(model, chunk.first_layer, chunk.count);
@@ -145,8 +172,7 @@ StageActivations stage_activations(const ModelSpec& model, const Layout& layout,
   const ActivationSetting setting = stage_setting(layout, training);
   const PipelineSchedule& schedule = *layout.schedule;
   const auto order = schedule.order(layout.pipeline_shape(), stage);
-  const std::vector<double> kept =
-      chunk_bytes(model, layout, setting, stage, training.offload_activations);
+  const std::vector<double> kept = chunk_bytes(model, layout, setting, stage, training);
   const std::vector<double> until_backward = output_chunk_bytes(model, layout, setting, stage);
   StageActivations result;
   result.bytes =
@@ -160,12 +186,10 @@ StageActivations stage_activations(const ModelSpec& model, const Layout& layout,
     extra += recompute_transient_bytes(model, layout, setting, stage);
   }
   if (training.offload_activations) {
-    // In transit: a layer copying out while the next runs, and one copied back ahead.
-    const double largest = std::max(
-        layer_activation_bytes(model, setting),
-        model.is_moe() ? layer_activation_bytes(model, setting, model.moe->first_dense_layers)
-                       : 0.0);
-    extra += 2.0 * largest;
+    // In transit: a layer's offloaded part copying out while the next runs, and one copied back
+    // ahead.
+    const LayerKinds offloaded = offloaded_per_layer(model, setting, training);
+    extra += 2.0 * std::max(offloaded.dense, offloaded.moe);
   }
   // The output layer's backward runs before any layer's recompute, and the embedding's after
   // the last: the transient gradients never meet the recompute or offload extras.

@@ -105,19 +105,36 @@ namespace {
 
 // `training.offload`: {"activations": bool}. Per-module lists (Megatron's fine-grained
 // offloading) and optimizer offload are not modelled.
-bool parse_offload(const JsonNode& node) {
+void parse_offload(const JsonNode& node, TrainingSpec& t) {
   JsonObject object(node);
-  bool activations = false;
   if (auto value = object.find("activations")) {
     if (value->is_array()) {
-      value->fail(
-          "per-module lists are not modelled: true offloads every decoder layer's saved "
-          "activations but the last layer of each chunk");
+      for (const JsonNode& item : value->as_array()) {
+        const std::string name = item.as_choice(offload_module_names());
+        if (std::find(t.offload_modules.begin(), t.offload_modules.end(), name) !=
+            t.offload_modules.end()) {
+          item.fail("is listed twice");
+        }
+        t.offload_modules.push_back(name);
+      }
+      if (t.offload_modules.empty()) {
+        value->fail("must name at least one module (or be true for whole layers)");
+      }
+      const auto has = [&](const char* name) {
+        return std::find(t.offload_modules.begin(), t.offload_modules.end(), name) !=
+               t.offload_modules.end();
+      };
+      if (has("attn_proj") && !has("core_attn")) {
+        value->fail(
+            "attn_proj needs core_attn: the projection's input is the core attention's output, "
+            "which both keep (Megatron-Core requires them together)");
+      }
+      t.offload_activations = true;
+    } else {
+      t.offload_activations = value->as_bool();
     }
-    activations = value->as_bool();
   }
   object.finish();
-  return activations;
 }
 
 }  // namespace
@@ -161,7 +178,7 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
   t.cross_entropy_fusion = *cross_entropy_fusion_from_name(
       object.choice_or("cross_entropy_fusion", "none", cross_entropy_fusion_names()));
   if (auto overlap = object.find("overlap")) t.overlap = parse_overlap(*overlap);
-  if (auto offload = object.find("offload")) t.offload_activations = parse_offload(*offload);
+  if (auto offload = object.find("offload")) parse_offload(*offload, t);
   if (auto allowances = object.find("memory_allowances")) {
     t.memory_allowances = parse_allowances(*allowances);
   }
@@ -170,6 +187,12 @@ TrainingSpec parse_training_spec(const JsonNode& node) {
       object.boolean_or("moe_memory_efficient_permutation", t.moe_memory_efficient_permutation);
   object.finish();
   return t;
+}
+
+const std::vector<std::string>& offload_module_names() {
+  static const std::vector<std::string> names = {
+      "attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"};
+  return names;
 }
 
 const char* to_string(CudaGraphs graphs) {

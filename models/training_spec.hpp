@@ -94,8 +94,11 @@ struct TrainingSpec {
   OverlapSpec overlap;
   // training.offload.activations: each decoder layer's saved activations, except the last layer
   // of each chunk, are copied to host memory after its forward and back before its backward
-  // (models/step/activation_offload.hpp).
+  // (models/step/pipeline_ops.hpp). true offloads all of them; a list of module names offloads
+  // only what those modules save (Megatron-Core's fine-grained activation offloading,
+  // offload_module_names(); models/activation_memory.hpp), kept in `offload_modules`.
   bool offload_activations = false;
+  std::vector<std::string> offload_modules;  // empty with offload_activations: the whole layer
   MemoryAllowances memory_allowances;
   // training.expandable_segments: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True. Off by
   // default, as PyTorch ships it and as Megatron-Bridge's Slurm performance recipes and the
@@ -113,6 +116,10 @@ struct TrainingSpec {
 };
 
 TrainingSpec parse_training_spec(const JsonNode& node);
+
+// Megatron-Core's --offload-modules choices, in its order: attn_norm, qkv_linear, core_attn,
+// attn_proj, mlp_norm, expert_fc1, moe_act.
+const std::vector<std::string>& offload_module_names();
 
 // Which ranks a run replays: every GPU, or one per class of ranks that run the same program
 // under the same load (models/step/step_program.hpp).

@@ -98,6 +98,7 @@ const std::vector<BridgeField>& bridge_fields() {
       {"model", "cpu_offloading", "--cpu-offloading", K::kSwitch},
       {"model", "fine_grained_activation_offloading", "--fine-grained-activation-offloading",
        K::kSwitch},
+      {"model", "offload_modules", "--offload-modules", K::kList},
       // Precision (after the mixed_precision section overrode these).
       {"model", "bf16", "--bf16", K::kSwitch},
       {"model", "fp16", "--fp16", K::kSwitch},

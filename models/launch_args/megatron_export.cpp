@@ -258,7 +258,10 @@ void add_training(const RunConfig& c, Options& out, std::vector<std::string>& no
         "--data-parallel-sharding-strategy",
         {c.layout.data_sharding == DataSharding::kParams ? "optim_grads_params" : "optim_grads"});
   }
-  if (t.offload_activations) {
+  if (t.offload_activations && !t.offload_modules.empty()) {
+    out.add("--fine-grained-activation-offloading");
+    out.add("--offload-modules", t.offload_modules);
+  } else if (t.offload_activations) {
     // Megatron offloads a number of layers; wallsim all but the last of each chunk.
     out.add("--cpu-offloading");
     const std::int64_t chunks = c.parallel.pp * c.parallel.vpp;

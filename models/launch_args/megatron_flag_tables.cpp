@@ -154,7 +154,6 @@ const std::vector<std::string_view>& megatron_flags_not_modelled() {
       "--delay-wgrad-compute",
       "--distribute-saved-activations",
       "--empty-unused-memory-level",
-      "--fine-grained-activation-offloading",
       "--fp8-param-gather",
       "--fp8-recipe",
       "--make-vocab-size-divisible-by",

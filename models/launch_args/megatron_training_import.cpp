@@ -4,6 +4,8 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "models/training_spec.hpp"
+
 namespace wallsim::models {
 namespace {
 
@@ -284,6 +286,33 @@ void read_data_sharding(MegatronArgs& args, json& parallel, const json& training
 // the last of each chunk, which is --cpu-offloading-num-layers = layers − 1 at pp = 1.
 void read_offload(MegatronArgs& args, std::int64_t layers_per_chunk, json& training,
                   std::vector<std::string>& notes) {
+  // --fine-grained-activation-offloading with --offload-modules: what those modules save.
+  const bool fine_grained = args.enabled("--fine-grained-activation-offloading");
+  const std::vector<std::string> modules = args.list("--offload-modules");
+  if (fine_grained) {
+    for (const std::string& name : modules) {
+      const auto& known = offload_module_names();
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        args.fail("--offload-modules", name,
+                  "must be among attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, "
+                  "expert_fc1, moe_act");
+      }
+    }
+    if (modules.empty()) {
+      notes.push_back(
+          "--fine-grained-activation-offloading without --offload-modules offloads nothing");
+    } else {
+      training["offload"] = {{"activations", modules}};
+    }
+    if (args.enabled("--cpu-offloading")) {
+      args.fail("--cpu-offloading",
+                "give --cpu-offloading or --fine-grained-activation-offloading, not both");
+    }
+    return;
+  }
+  if (!modules.empty()) {
+    notes.push_back("--offload-modules has no effect without --fine-grained-activation-offloading");
+  }
   const auto layers = args.integer("--cpu-offloading-num-layers", 0);
   if (!args.enabled("--cpu-offloading")) {
     if (layers)

@@ -11,8 +11,9 @@
 // their stream allows, as Megatron's overlapped p2p does; the compute stream waits only where it
 // needs the data.
 //
-// Activation offloading: after a layer's forward its saved activations are copied to host memory
-// (stream offload d2h) and freed on the GPU when the copy ends; before its backward they are
+// Activation offloading: after a layer's forward its saved activations (with a module list only
+// what those modules save, `offload_bytes`) are copied to host memory (stream offload d2h) and
+// freed on the GPU when the copy ends; before its backward they are
 // copied back (offload h2d, allocated when that copy starts), the copy dispatched when the
 // backward of the layer after it starts, one layer ahead, as Megatron's and TE's offload
 // handlers prefetch. The chunk's last layer is kept: its backward comes first.

@@ -381,6 +381,16 @@ TEST_CASE("Megatron-FSDP's sharding strategy and CPU offloading map to their run
   CHECK_FALSE(warned(offload, "--cpu-offloading"));
   CHECK(warned(import_text(kSmall + "--cpu-offloading --cpu-offloading-num-layers 1"),
                "not the 1 of --cpu-offloading-num-layers"));
+  // Megatron-Core's fine-grained offloading: the modules' saved tensors.
+  const RunConfig modules = load(import_text(
+      kSmall + "--fine-grained-activation-offloading --offload-modules core_attn attn_proj"));
+  CHECK(modules.training.offload_activations);
+  CHECK(modules.training.offload_modules == std::vector<std::string>{"core_attn", "attn_proj"});
+  CHECK_THROWS_WITH(
+      import_text(kSmall + "--fine-grained-activation-offloading --offload-modules softmax"),
+      Contains("--offload-modules") && Contains("must be among"));
+  CHECK(warned(import_text(kSmall + "--offload-modules core_attn"),
+               "has no effect without --fine-grained-activation-offloading"));
 }
 
 TEST_CASE("a launch line that is not UTF-8 is rejected, not carried into the config") {

@@ -322,3 +322,32 @@ TEST_CASE("FP8 MoE layers quantize the experts' inputs and keep the router's bf1
   const ActivationSetting x = activation_setting(run, 1, 1, false);
   CHECK(layer_activation_bytes(mixtral_8x7b(), x, 0) == 4096.0 * 204856);
 }
+
+TEST_CASE("each offload module moves the tensors it saves", "[models][activations][moe]") {
+  // Mixtral 8x7B, t = 1, 4096 tokens, uniform routing (h = 4096, 32 heads of 128, 8 KV heads,
+  // f_e = 14336, k = 2): per token attn_norm 2h, qkv_linear 2h (the bf16 norm output), core_attn
+  // Q 2·4096 + K and V 2·1024 each (12,288), attn_proj 2·4096, mlp_norm 2h; the experts' k = 2
+  // rows each expert_fc1 2h and moe_act the SwiGLU input 2·2·14336.
+  const double T = 4096;
+  const ActivationSetting s = flash_setting(4096, 1, false);
+  const ModelSpec m = mixtral_8x7b();
+  const auto bytes = [&](std::vector<std::string> modules) {
+    return layer_offload_bytes(m, s, 0, modules);
+  };
+  CHECK(bytes({"attn_norm"}) == T * 8192);
+  CHECK(bytes({"qkv_linear"}) == T * 8192);
+  CHECK(bytes({"core_attn"}) == T * 12288);
+  CHECK(bytes({"core_attn", "attn_proj"}) == T * (12288 + 8192));
+  CHECK(bytes({"mlp_norm"}) == T * 8192);
+  CHECK(bytes({"expert_fc1"}) == T * 2 * 8192);
+  CHECK(bytes({"moe_act"}) == T * 2 * 57344);
+  // Every module together is the layer less what no module saves: the router's input (the
+  // norm output, 2h), its logits and scores 6E, the rows' probabilities 2·4 and the FC2 inputs
+  // 2·2·14336.
+  const double all = bytes(offload_module_names());
+  CHECK(all == Approx(layer_activation_bytes(m, s, 0) - T * (8192 + 6 * 8 + 8 + 2 * 28672)));
+  // Under layernorm recompute the norm output is not kept, so qkv_linear has nothing to move.
+  ActivationSetting norms = s;
+  norms.recompute_norms = true;
+  CHECK(layer_offload_bytes(m, norms, 0, {"qkv_linear"}) == 0);
+}
