@@ -92,15 +92,17 @@ std::vector<double> chunk_bytes(const ModelSpec& model, const Layout& layout,
   std::vector<double> bytes;
   for (const auto& chunk : layers_of(layout, stage).chunks) {
     if (training.offload_activations && chunk.count > 0) {
-      // Every layer but the chunk's last leaves its offloaded part on the host.
-      const std::int64_t moe = moe_layers_in(model, chunk.first_layer, chunk.count);
-      const std::int64_t last = chunk.first_layer + chunk.count - 1;
-      const bool last_moe = model.is_moe_layer(last);
-      const double kept_dense = per_layer.dense - offloaded.dense;
-      const double kept_moe = per_layer.moe - offloaded.moe;
-      bytes.push_back(d(chunk.count - moe - (last_moe ? 0 : 1)) * kept_dense +
-                      d(moe - (last_moe ? 1 : 0)) * kept_moe +
-                      (last_moe ? per_layer.moe : per_layer.dense));
+      // The offloaded layers (all but the chunk's last, or its first offload.layers) leave
+      // their offloaded part on the host.
+      double kept = 0;
+      for (std::int64_t i = 0; i < chunk.count; ++i) {
+        const bool moe = model.is_moe_layer(chunk.first_layer + i);
+        const double full = moe ? per_layer.moe : per_layer.dense;
+        kept += full - (training.offloads_layer(i, chunk.count)
+                            ? (moe ? offloaded.moe : offloaded.dense)
+                            : 0.0);
+      }
+      bytes.push_back(kept);
       continue;
     }
     const std::int64_t moe = moe_layers_in(model, chunk.first_layer, chunk.count);

@@ -134,10 +134,23 @@ void parse_offload(const JsonNode& node, TrainingSpec& t) {
       t.offload_activations = value->as_bool();
     }
   }
+  if (auto layers = object.find("layers")) {
+    if (!t.offload_activations || !t.offload_modules.empty()) {
+      layers->fail(
+          "counts whole layers: it needs training.offload.activations true (as Megatron's "
+          "--cpu-offloading-num-layers needs --cpu-offloading)");
+    }
+    t.offload_layers = layers->as_integer(1);
+  }
   object.finish();
 }
 
 }  // namespace
+
+bool TrainingSpec::offloads_layer(std::int64_t index, std::int64_t count) const {
+  if (!offload_activations || index >= count - 1) return false;
+  return !offload_layers || index < *offload_layers;
+}
 
 bool TrainingSpec::recomputes(const std::string& module) const {
   return recompute == Recompute::selective &&

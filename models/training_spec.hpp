@@ -99,6 +99,14 @@ struct TrainingSpec {
   // offload_module_names(); models/activation_memory.hpp), kept in `offload_modules`.
   bool offload_activations = false;
   std::vector<std::string> offload_modules;  // empty with offload_activations: the whole layer
+  // training.offload.layers: whole-layer offloading of only the first N decoder layers of each
+  // chunk (Megatron's --cpu-offloading-num-layers, per pipeline rank's block; at most the
+  // chunk's layers less one); absent: all but the chunk's last.
+  std::optional<std::int64_t> offload_layers;
+
+  // Whether decoder layer `index` of a chunk of `count` layers (0-based, in forward order) is
+  // offloaded.
+  bool offloads_layer(std::int64_t index, std::int64_t count) const;
   MemoryAllowances memory_allowances;
   // training.expandable_segments: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True. Off by
   // default, as PyTorch ships it and as Megatron-Bridge's Slurm performance recipes and the

@@ -265,7 +265,8 @@ void add_training(const RunConfig& c, Options& out, std::vector<std::string>& no
     // Megatron offloads a number of layers; wallsim all but the last of each chunk.
     out.add("--cpu-offloading");
     const std::int64_t chunks = c.parallel.pp * c.parallel.vpp;
-    out.add("--cpu-offloading-num-layers", (c.model.layers + chunks - 1) / chunks - 1);
+    out.add("--cpu-offloading-num-layers",
+            t.offload_layers.value_or((c.model.layers + chunks - 1) / chunks - 1));
     if (chunks > 1) {
       notes.push_back(
           "training.offload.activations: Megatron's --cpu-offloading-num-layers counts "

@@ -320,9 +320,10 @@ void read_offload(MegatronArgs& args, std::int64_t layers_per_chunk, json& train
     return;
   }
   training["offload"] = {{"activations", true}};
-  if (layers.value_or(0) != layers_per_chunk - 1) {
+  if (layers && *layers > 0) training["offload"]["layers"] = *layers;
+  if (!layers || *layers == 0 || *layers > layers_per_chunk - 1) {
     notes.push_back(
-        "--cpu-offloading: wallsim offloads every decoder layer but the last of each "
+        "--cpu-offloading: wallsim offloads at most every decoder layer but the last of each "
         "chunk (" +
         std::to_string(layers_per_chunk - 1) + " per chunk here), not the " +
         std::to_string(layers.value_or(0)) + " of --cpu-offloading-num-layers");

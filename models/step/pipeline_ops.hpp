@@ -49,6 +49,7 @@ struct PipelineSetting {
   // per micro-batch, by layer (empty: off), and the GPU <-> host copy rate.
   std::vector<double> offload_bytes;
   double host_link_Bps = 0;
+  std::optional<std::int64_t> offload_layers;  // only the first N of each chunk (all but the last)
 
   // The stages this one exchanges activations or gradients with, ascending.
   std::vector<std::int64_t> neighbour_stages() const;

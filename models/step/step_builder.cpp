@@ -318,6 +318,7 @@ PipelineSetting pipeline_setting(const StepInputs& in, std::int64_t rank) {
       }
     }
     p.host_link_Bps = in.config.cluster.host_link_GBps * 1e9;
+    p.offload_layers = in.config.training.offload_layers;
   }
   return p;
 }

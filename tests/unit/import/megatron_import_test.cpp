@@ -379,8 +379,13 @@ TEST_CASE("Megatron-FSDP's sharding strategy and CPU offloading map to their run
       import_text(kSmall + "--cpu-offloading --cpu-offloading-num-layers 3");
   CHECK(load(offload).training.offload_activations);
   CHECK_FALSE(warned(offload, "--cpu-offloading"));
-  CHECK(warned(import_text(kSmall + "--cpu-offloading --cpu-offloading-num-layers 1"),
-               "not the 1 of --cpu-offloading-num-layers"));
+  // Fewer layers: only the first of the block (TE's offload handler counts layers from the
+  // first).
+  const MegatronImport one = import_text(kSmall + "--cpu-offloading --cpu-offloading-num-layers 1");
+  CHECK(load(one).training.offload_layers == 1);
+  CHECK_FALSE(warned(one, "--cpu-offloading"));
+  CHECK(warned(import_text(kSmall + "--cpu-offloading --cpu-offloading-num-layers 4"),
+               "not the 4 of --cpu-offloading-num-layers"));
   // Megatron-Core's fine-grained offloading: the modules' saved tensors.
   const RunConfig modules = load(import_text(
       kSmall + "--fine-grained-activation-offloading --offload-modules core_attn attn_proj"));

@@ -122,6 +122,28 @@ TEST_CASE("offloading a module list moves only what those modules save",
   CHECK(exposed_offload(run(doc, 1)) < exposed_offload(run(offload_config(true), 1)));
 }
 
+TEST_CASE("offloading only the first layers keeps the rest on the GPU",
+          "[models][simulate][offload]") {
+  // offload.layers 3 of the 8: layers 0-2 leave, 3-7 stay; with two in transit the peak is
+  // eight layers less one, against five less with every layer but the last offloaded.
+  const SimulationResult plain = run(offload_config(false));
+  const SimulationResult all = run(offload_config(true), 1e4);
+  json doc = offload_config(true);
+  doc["training"]["offload"]["layers"] = 3;
+  const SimulationResult three = run(doc, 1e4);
+  const double layer =
+      (plain.summary.per_stage[0].activations - all.summary.per_stage[0].activations) / 5;
+  CHECK(three.summary.per_stage[0].activations ==
+        Approx(plain.summary.per_stage[0].activations - layer).epsilon(1e-12));
+  CHECK(three.summary.per_stage[0].simulated_activations <
+        plain.summary.per_stage[0].simulated_activations);
+  // Fewer copies: less exposed on a slow link.
+  CHECK(exposed_offload(run(doc, 1)) < exposed_offload(run(offload_config(true), 1)));
+  // A count of whole layers: not with a module list.
+  doc["training"]["offload"] = {{"activations", json::array({"core_attn"})}, {"layers", 3}};
+  CHECK_THROWS_WITH(run(doc), Catch::Contains("counts whole layers"));
+}
+
 TEST_CASE("offloading refuses the paths it is not built for", "[models][simulate][offload]") {
   json doc = offload_config(true);
   doc["training"]["offload"] = {{"activations", json::array({"attn_proj"})}};
