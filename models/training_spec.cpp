@@ -103,8 +103,8 @@ const char* to_string(Recompute recompute) {
 
 namespace {
 
-// `training.offload`: {"activations": bool}. Per-module lists (Megatron's fine-grained
-// offloading) and optimizer offload are not modelled.
+// `training.offload`: {"activations": bool | [module names], "layers": N}. Optimizer offload is
+// not modelled (an unknown key).
 void parse_offload(const JsonNode& node, TrainingSpec& t) {
   JsonObject object(node);
   if (auto value = object.find("activations")) {

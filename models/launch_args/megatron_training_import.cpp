@@ -282,8 +282,10 @@ void read_data_sharding(MegatronArgs& args, json& parallel, const json& training
   parallel["data_sharding"] = sharding;
 }
 
-// --cpu-offloading (activations): wallsim offloads every decoder layer's saved activations but
-// the last of each chunk, which is --cpu-offloading-num-layers = layers − 1 at pp = 1.
+// --cpu-offloading (activations) with --cpu-offloading-num-layers N: the first N layers of each
+// chunk (training.offload.layers; at most all but the chunk's last). --fine-grained-activation-
+// offloading with --offload-modules: what those modules save (training.offload.activations as a
+// list).
 void read_offload(MegatronArgs& args, std::int64_t layers_per_chunk, json& training,
                   std::vector<std::string>& notes) {
   // --fine-grained-activation-offloading with --offload-modules: what those modules save.
