@@ -96,6 +96,7 @@ const std::vector<BridgeField>& bridge_fields() {
       {"model", "cuda_graph_impl", "--cuda-graph-impl"},
       {"model", "cuda_graph_scope", "--cuda-graph-scope", K::kList},
       {"model", "cpu_offloading", "--cpu-offloading", K::kSwitch},
+      {"model", "cpu_offloading_num_layers", "--cpu-offloading-num-layers", K::kValue},
       {"model", "fine_grained_activation_offloading", "--fine-grained-activation-offloading",
        K::kSwitch},
       {"model", "offload_modules", "--offload-modules", K::kList},

@@ -181,3 +181,18 @@ TEST_CASE("a ConfigContainer that is not UTF-8 is rejected with its line", "[imp
   CHECK_THROWS_WITH(import_bridge_yaml(text, "c.yaml", gpus(8)),
                     Contains("c.yaml:20") && Contains("not UTF-8"));
 }
+
+TEST_CASE("Bridge's offloading fields map as their Megatron options do") {
+  // Megatron-Bridge's 70B FSDP recipes set cpu_offloading with cpu_offloading_num_layers; the
+  // fine-grained form names modules. 4 layers at pp 1: the first 2 offloaded.
+  const RunConfig layers = load(import_bridge_yaml(
+      container("  cpu_offloading: true\n  cpu_offloading_num_layers: 2\n"), "c.yaml", gpus(4)));
+  CHECK(layers.training.offload_activations);
+  CHECK(layers.training.offload_modules.empty());
+  CHECK(layers.training.offload_layers == 2);
+  const RunConfig modules =
+      load(import_bridge_yaml(container("  fine_grained_activation_offloading: true\n"
+                                        "  offload_modules: [core_attn, attn_proj]\n"),
+                              "c.yaml", gpus(4)));
+  CHECK(modules.training.offload_modules == std::vector<std::string>{"core_attn", "attn_proj"});
+}
