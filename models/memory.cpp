@@ -58,23 +58,25 @@ double mtp_activation_bytes(const ModelSpec& model, const ActivationSetting& set
                                 output_activation_bytes(model, setting));
 }
 
-// What activation offloading copies to the host per layer and micro-batch: the whole layer, or
-// with a module list what those modules save (layer_offload_bytes).
+// What activation offloading copies to the host per micro-batch from a dense and from an MoE
+// layer: the whole layer, or with a module list what those modules save (layer_offload_bytes).
 LayerKinds offloaded_per_layer(const ModelSpec& model, const ActivationSetting& setting,
                                const TrainingSpec& training) {
-  const std::int64_t dense_layer = 0;
-  const std::int64_t moe_layer = model.is_moe() ? model.moe->first_dense_layers : 0;
   if (!training.offload_activations) return {0.0, 0.0};
-  if (training.offload_modules.empty()) {
-    return {layer_activation_bytes(model, setting),
-            model.is_moe() ? layer_activation_bytes(model, setting, moe_layer) : 0.0};
+  const auto bytes = [&](std::int64_t layer) {
+    return training.offload_modules.empty()
+               ? layer_activation_bytes(model, setting, layer)
+               : layer_offload_bytes(model, setting, layer, training.offload_modules);
+  };
+  LayerKinds kinds;
+  for (std::int64_t layer = 0; layer < model.layers; ++layer) {
+    if (!model.is_moe_layer(layer)) {
+      kinds.dense = bytes(layer);
+      break;
+    }
   }
-  // Layer 0 is dense unless every layer is MoE; a dense layer has no expert modules.
-  ModelSpec dense = model;
-  dense.moe.reset();
-  return {layer_offload_bytes(dense, setting, dense_layer, training.offload_modules),
-          model.is_moe() ? layer_offload_bytes(model, setting, moe_layer, training.offload_modules)
-                         : 0.0};
+  if (model.is_moe()) kinds.moe = bytes(model.moe->first_dense_layers);
+  return kinds;
 }
 
 // Bytes one micro-batch leaves on each chunk of the stage until its backward: the real bytes of
@@ -168,6 +170,20 @@ ActivationSetting stage_setting(const Layout& layout, const TrainingSpec& traini
   setting.ep = layout.expert.ep;
   return setting;
 }
+
+}  // namespace
+
+std::vector<double> offloaded_layer_bytes(const ModelSpec& model, const Layout& layout,
+                                          const TrainingSpec& training) {
+  const LayerKinds kinds = offloaded_per_layer(model, stage_setting(layout, training), training);
+  std::vector<double> bytes;
+  for (std::int64_t layer = 0; layer < model.layers; ++layer) {
+    bytes.push_back(model.is_moe_layer(layer) ? kinds.moe : kinds.dense);
+  }
+  return bytes;
+}
+
+namespace {
 
 StageActivations stage_activations(const ModelSpec& model, const Layout& layout,
                                    const TrainingSpec& training, std::int64_t stage) {

@@ -120,6 +120,12 @@ MemoryReport memory_report(const ModelSpec& model, const Layout& layout,
                            const TrainingSpec& training, double hbm_bytes,
                            int compute_capability = 90);
 
+// What activation offloading (training.offload) copies to the host per micro-batch from each
+// decoder layer it offloads, by layer: the whole layer's saved activations, or what the listed
+// modules save; 0 without offloading. Which layers it offloads: TrainingSpec::offloads_layer.
+std::vector<double> offloaded_layer_bytes(const ModelSpec& model, const Layout& layout,
+                                          const TrainingSpec& training);
+
 // Whether a device peak fits: peak ≤ (1 - fit_margin)·hbm_bytes.
 bool fits_with_margin(double peak_bytes, double hbm_bytes, double fit_margin);
 

@@ -147,9 +147,13 @@ void parse_offload(const JsonNode& node, TrainingSpec& t) {
 
 }  // namespace
 
+bool offloaded_in_chunk(std::int64_t index, std::int64_t count,
+                        std::optional<std::int64_t> layers) {
+  return index < count - 1 && (!layers || index < *layers);
+}
+
 bool TrainingSpec::offloads_layer(std::int64_t index, std::int64_t count) const {
-  if (!offload_activations || index >= count - 1) return false;
-  return !offload_layers || index < *offload_layers;
+  return offload_activations && offloaded_in_chunk(index, count, offload_layers);
 }
 
 bool TrainingSpec::recomputes(const std::string& module) const {

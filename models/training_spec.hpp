@@ -125,6 +125,10 @@ struct TrainingSpec {
 
 TrainingSpec parse_training_spec(const JsonNode& node);
 
+// Whether activation offloading moves decoder layer `index` (0-based, forward order) of a chunk
+// of `count` layers: every layer but the chunk's last, or only the first `layers` of them.
+bool offloaded_in_chunk(std::int64_t index, std::int64_t count, std::optional<std::int64_t> layers);
+
 // Megatron-Core's --offload-modules choices, in its order: attn_norm, qkv_linear, core_attn,
 // attn_proj, mlp_norm, expert_fc1, moe_act.
 const std::vector<std::string>& offload_module_names();

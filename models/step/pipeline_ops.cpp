@@ -188,9 +188,7 @@ void PipelineOps::weight(std::int64_t microbatch, std::int64_t chunk) {
 bool PipelineOps::offloaded(std::int64_t chunk, std::int64_t layer) const {
   if (setting_.offload_bytes.empty()) return false;
   const ChunkLayers& layers = stage_layers_.chunks[static_cast<std::size_t>(chunk)];
-  const std::int64_t index = layer - layers.first_layer;
-  if (index >= layers.count - 1) return false;
-  return !setting_.offload_layers || index < *setting_.offload_layers;
+  return offloaded_in_chunk(layer - layers.first_layer, layers.count, setting_.offload_layers);
 }
 
 void PipelineOps::offload_out(std::int64_t microbatch, std::int64_t layer) {

@@ -302,21 +302,7 @@ PipelineSetting pipeline_setting(const StepInputs& in, std::int64_t rank) {
   p.mtp = in.config.model.mtp_layers > 0;
   p.ep_overlap = in.config.model.is_moe() && in.config.training.overlap.ep_comm;
   if (in.config.training.offload_activations) {
-    // The whole layer, or what the listed modules save (training.offload.activations).
-    const LayerMemory memory = layer_memory(in.config, p.stage);
-    const std::vector<std::string>& modules = in.config.training.offload_modules;
-    ActivationSetting s = activation_setting(in.config.training, layout.sizes.tp, layout.sizes.cp,
-                                             layout.sequence_parallel);
-    s.ep = layout.expert.ep;
-    s.etp = layout.expert.etp;
-    for (std::int64_t layer = 0; layer < in.config.model.layers; ++layer) {
-      if (!modules.empty()) {
-        p.offload_bytes.push_back(layer_offload_bytes(in.config.model, s, layer, modules));
-      } else {
-        p.offload_bytes.push_back(in.config.model.is_moe_layer(layer) ? memory.moe_layer_bytes
-                                                                      : memory.layer_bytes);
-      }
-    }
+    p.offload_bytes = offloaded_layer_bytes(in.config.model, layout, in.config.training);
     p.host_link_Bps = in.config.cluster.host_link_GBps * 1e9;
     p.offload_layers = in.config.training.offload_layers;
   }
