@@ -1,5 +1,7 @@
 #include "models/layout.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "models/pipeline_layout.hpp"
 
 #include "sim/core/input_error.hpp"
@@ -252,6 +254,13 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
   layout.num_microbatches = training.global_batch / (training.micro_batch * layout.sizes.dp);
   layout.data_sharding = choose_data_sharding(model, parallel, training, where);
   check_offload(model, training, schedule, where);
+  if (training.offload_optimizer_fraction > 0 && layout.data_sharding > DataSharding::kOptimizer) {
+    throw InputError(where, "training.offload.optimizer_fraction",
+                     nlohmann::json(training.offload_optimizer_fraction).dump(),
+                     "the hybrid CPU optimizer is modelled with the distributed optimizer "
+                     "(parallel.data_sharding \"optimizer\") or none, not with sharded "
+                     "gradients or parameters");
+  }
   if (const std::string why = schedule.rejects(layout.pipeline_shape()); !why.empty()) {
     throw InputError(where, "training.schedule", schedule.name, why);
   }

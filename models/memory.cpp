@@ -4,9 +4,11 @@
 
 #include "models/activation_memory.hpp"
 #include "models/allocator_memory.hpp"
+#include "models/optimizer_offload.hpp"
 #include "models/parameter_count.hpp"
 #include "models/pipeline_schedule.hpp"
 #include "models/wgrad_buffers.hpp"
+#include "sim/core/byte_size.hpp"
 
 namespace wallsim::models {
 namespace {
@@ -305,8 +307,10 @@ StageMemory stage_memory(const ModelSpec& model, const Layout& layout, const Tra
   };
   m.weights = per_param.weights * held(DataSharding::kParams);
   m.grads = per_param.grads * held(DataSharding::kGrads);
-  m.optimizer =
-      optimizer_state_bytes_per_param(training.optimizer) * held(DataSharding::kOptimizer);
+  const double offloaded = training.offload_optimizer_fraction;
+  m.optimizer = optimizer_state_bytes_per_param(training.optimizer) *
+                held(DataSharding::kOptimizer) * (1.0 - offloaded);
+  m.host_optimizer = kCpuOptimizerHostBytesPerParam * held(DataSharding::kOptimizer) * offloaded;
   const StageActivations activations = stage_activations(model, layout, training, stage);
   m.activations = activations.bytes;
   m.grad_transients = activations.with_grad_transients - activations.bytes;
@@ -324,6 +328,15 @@ void add_notes(const ModelSpec& model, const Layout& layout, const TrainingSpec&
         "distributed optimizer state sharded over dp·cp = " + std::to_string(layout.dp_cp()) +
         " as Megatron shards it; Megatron's memory estimator divides by dp = " +
         std::to_string(layout.sizes.dp) + " only");
+  }
+  if (training.offload_optimizer_fraction > 0) {
+    double host = 0;
+    for (const StageMemory& stage : report.stages) host = std::max(host, stage.host_optimizer);
+    report.notes.push_back(
+        "optimizer: " +
+        std::to_string(static_cast<int>(training.offload_optimizer_fraction * 100 + 0.5)) +
+        "% of each shard's parameters stepped on the CPU; host memory per GPU up to " +
+        format_bytes(host) + " (fp32 master, gradient and moments)");
   }
   if (model.tied_embeddings && layout.output_apart_from_embedding()) {
     report.notes.push_back(

@@ -83,7 +83,11 @@ struct StageMemory {
   double parameters = 0;
   double weights = 0;
   double grads = 0;
-  double optimizer = 0;
+  double optimizer = 0;  // on the GPU: less the offloaded fraction (training.offload)
+  // Host memory the CPU optimizer holds for this rank (training.offload.optimizer_fraction): fp32
+  // master weight, gradient copy, exp_avg and exp_avg_sq of each offloaded parameter (16 bytes).
+  // Not part of the device's peak.
+  double host_optimizer = 0;
   double activations = 0;
   double unit_buffers = 0;  // ZeRO-2/3: unsharded unit gradients and gathered unit parameters
   // Weight-gradient placeholders (models/wgrad_buffers.hpp): Transformer Engine's cached ones,

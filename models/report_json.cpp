@@ -17,26 +17,28 @@ nlohmann::json layers_json(const StageLayers& layers) {
 }
 
 nlohmann::json stage_json(const StageMemory& s) {
-  return {{"stage", s.stage},
-          {"weights", s.weights},
-          {"grads", s.grads},
-          {"optimizer", s.optimizer},
-          {"activations", s.activations},
-          {"buffers", s.buffers},
-          {"unit_buffers", s.unit_buffers},
-          {"wgrad_placeholders", s.wgrad_placeholders},
-          {"grad_transients", s.grad_transients},
-          {"workspaces", s.workspaces},
-          {"allocated", s.allocated},
-          {"allocator_slack", s.allocator_slack},
-          {"reserved", s.reserved},
-          {"outside_allocator", s.outside_allocator},
-          {"peak", s.peak},
-          {"parameters", s.parameters},
-          {"microbatches_in_flight", s.microbatches_in_flight},
-          {"embedding", s.embedding},
-          {"output_layer", s.output_layer},
-          {"layers", layers_json(s.layers)}};
+  nlohmann::json out = {{"stage", s.stage},
+                        {"weights", s.weights},
+                        {"grads", s.grads},
+                        {"optimizer", s.optimizer},
+                        {"activations", s.activations},
+                        {"buffers", s.buffers},
+                        {"unit_buffers", s.unit_buffers},
+                        {"wgrad_placeholders", s.wgrad_placeholders},
+                        {"grad_transients", s.grad_transients},
+                        {"workspaces", s.workspaces},
+                        {"allocated", s.allocated},
+                        {"allocator_slack", s.allocator_slack},
+                        {"reserved", s.reserved},
+                        {"outside_allocator", s.outside_allocator},
+                        {"peak", s.peak},
+                        {"parameters", s.parameters},
+                        {"microbatches_in_flight", s.microbatches_in_flight},
+                        {"embedding", s.embedding},
+                        {"output_layer", s.output_layer},
+                        {"layers", layers_json(s.layers)}};
+  if (s.host_optimizer > 0) out["host_optimizer"] = s.host_optimizer;
+  return out;
 }
 
 }  // namespace

@@ -109,6 +109,22 @@ void check_precision_aware_optimizer(const JsonNode& training, const RunConfig& 
           "--use-precision-aware-optimizer does");
 }
 
+// Megatron asserts --use-precision-aware-optimizer with --optimizer-cpu-offload; the CPU's step
+// is timed from the host's DRAM bandwidth, which the cluster must state.
+void check_cpu_optimizer(const JsonNode& training, const RunConfig& config) {
+  if (config.training.offload_optimizer_fraction == 0) return;
+  const JsonNode fraction = JsonObject(JsonObject(training).at("offload")).at("optimizer_fraction");
+  if (!config.training.optimizer.precision_aware) {
+    fraction.fail(
+        "the hybrid CPU optimizer needs training.optimizer.precision_aware true, as Megatron's "
+        "--optimizer-cpu-offload needs --use-precision-aware-optimizer");
+  }
+  if (!config.cluster.host_memory_GBps) {
+    fraction.fail("the CPU's Adam step is timed from the host's DRAM bandwidth, which cluster \"" +
+                  config.cluster.name + "\" does not give: set node.host_memory_GBps");
+  }
+}
+
 // placement.gpus_per_domain: the job's share of each NVLink domain, whole nodes, at most the
 // domain. Ranks fill that many GPUs of one domain before the next, as a scheduler does that
 // places a job on 16 of an NVL72 rack's 18 trays (64 GPUs, so that groups of 64 fit a rack);
@@ -139,6 +155,7 @@ void read_sections(JsonObject& top, const Sources& sources, RunConfig& config) {
   config.training = parse_training_spec(training);
   reconcile_data_sharding(training, parallel, config);
   check_precision_aware_optimizer(training, config);
+  check_cpu_optimizer(training, config);
   if (auto node = top.find("simulation")) config.simulation = parse_simulation_spec(*node);
   if (auto node = top.find("variability")) {
     config.variability = parse_variability_spec(

@@ -103,8 +103,8 @@ const char* to_string(Recompute recompute) {
 
 namespace {
 
-// `training.offload`: {"activations": bool | [module names], "layers": N}. Optimizer offload is
-// not modelled (an unknown key).
+// `training.offload`: {"activations": bool | [module names], "layers": N,
+// "optimizer_fraction": 0..1, "optimizer_overlap": bool}.
 void parse_offload(const JsonNode& node, TrainingSpec& t) {
   JsonObject object(node);
   if (auto value = object.find("activations")) {
@@ -141,6 +141,15 @@ void parse_offload(const JsonNode& node, TrainingSpec& t) {
           "--cpu-offloading-num-layers needs --cpu-offloading)");
     }
     t.offload_layers = layers->as_integer(1);
+  }
+  t.offload_optimizer_fraction = object.number_or("optimizer_fraction", 0.0, 0.0, 1.0);
+  if (auto overlap = object.find("optimizer_overlap")) {
+    t.offload_optimizer_overlap = overlap->as_bool();
+    if (t.offload_optimizer_fraction == 0 && t.offload_optimizer_overlap) {
+      overlap->fail(
+          "overlaps the copies of an offloaded optimizer: it needs "
+          "training.offload.optimizer_fraction > 0");
+    }
   }
   object.finish();
 }

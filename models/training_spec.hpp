@@ -103,6 +103,15 @@ struct TrainingSpec {
   // chunk (Megatron's --cpu-offloading-num-layers, per pipeline rank's block; at most the
   // chunk's layers less one); absent: all but the chunk's last.
   std::optional<std::int64_t> offload_layers;
+  // training.offload.optimizer_fraction: Megatron-Core's hybrid device optimizer
+  // (--optimizer-cpu-offload --optimizer-offload-fraction F): this fraction of the local optimizer
+  // shard's parameters keeps its master weight and Adam moments in host memory and is updated by
+  // PyTorch's AdamW on the CPU (models/optimizer_offload.hpp). 0: everything on the GPU.
+  double offload_optimizer_fraction = 0;
+  // training.offload.optimizer_overlap (--overlap-cpu-optimizer-d2h-h2d): the gradient copies,
+  // CPU steps and parameter copies pipeline per parameter on streams of their own; off (Megatron's
+  // default) they run one after the other on the compute stream.
+  bool offload_optimizer_overlap = false;
 
   // Whether decoder layer `index` of a chunk of `count` layers (0-based, in forward order) is
   // offloaded.

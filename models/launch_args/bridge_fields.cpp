@@ -158,6 +158,8 @@ const std::vector<BridgeField>& bridge_fields() {
       {"optimizer", "use_distributed_optimizer", "--use-distributed-optimizer", K::kSwitch},
       {"optimizer", "optimizer", "--optimizer", K::kNonDefault, G::kAlways, "adam"},
       {"optimizer", "optimizer_cpu_offload", "--optimizer-cpu-offload", K::kSwitch},
+      {"optimizer", "optimizer_offload_fraction", "--optimizer-offload-fraction"},
+      {"optimizer", "overlap_cpu_optimizer_d2h_h2d", "--overlap-cpu-optimizer-d2h-h2d", K::kSwitch},
       {"optimizer", "use_precision_aware_optimizer", "--use-precision-aware-optimizer", K::kSwitch},
       {"optimizer", "main_grads_dtype", "--main-grads-dtype", K::kCustom},
       {"optimizer", "main_params_dtype", "--main-params-dtype", K::kCustom},

@@ -275,6 +275,11 @@ void add_training(const RunConfig& c, Options& out, std::vector<std::string>& no
   }
   if (t.grad_reduce_dtype == Dtype::kBf16) out.add("--grad-reduce-in-bf16");
   add_optimizer_precision(t.optimizer, out);
+  if (t.offload_optimizer_fraction > 0) {
+    out.add("--optimizer-cpu-offload");
+    out.add("--optimizer-offload-fraction", {number(t.offload_optimizer_fraction)});
+    if (t.offload_optimizer_overlap) out.add("--overlap-cpu-optimizer-d2h-h2d");
+  }
   if (t.overlap.dp_grad_reduce) out.add("--overlap-grad-reduce");
   if (t.overlap.dp_param_gather) out.add("--overlap-param-gather");
   // TP overlap needs sequence parallelism in Megatron; at tp 1 there is no TP traffic to hide.

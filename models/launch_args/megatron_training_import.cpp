@@ -332,6 +332,29 @@ void read_offload(MegatronArgs& args, std::int64_t layers_per_chunk, json& train
   }
 }
 
+// --optimizer-cpu-offload with --optimizer-offload-fraction (Megatron's default 1.0) and
+// --overlap-cpu-optimizer-d2h-h2d: the hybrid CPU optimizer (training.offload.optimizer_*).
+void read_optimizer_offload(MegatronArgs& args, json& training, std::vector<std::string>& notes) {
+  const bool offload = args.enabled("--optimizer-cpu-offload");
+  const auto fraction = args.number("--optimizer-offload-fraction", 0, 1);
+  const bool overlap = args.enabled("--overlap-cpu-optimizer-d2h-h2d");
+  if (!offload) {
+    if (fraction || overlap) {
+      notes.push_back(
+          "--optimizer-offload-fraction and --overlap-cpu-optimizer-d2h-h2d have no effect "
+          "without --optimizer-cpu-offload");
+    }
+    return;
+  }
+  const double share = fraction.value_or(1.0);
+  if (share == 0) {
+    notes.push_back("--optimizer-cpu-offload with --optimizer-offload-fraction 0 offloads nothing");
+    return;
+  }
+  training["offload"]["optimizer_fraction"] = share;
+  if (overlap) training["offload"]["optimizer_overlap"] = true;
+}
+
 // --use-precision-aware-optimizer and its dtypes (choices as in Megatron-LM's arguments.py);
 // --main-grads-dtype bf16 leaves Megatron's accumulate_allreduce_grads_in_fp32 off, so the
 // gradient buffer is bf16 as with --grad-reduce-in-bf16.
@@ -381,6 +404,7 @@ json read_training(MegatronArgs& args, std::int64_t dp, std::int64_t layers_per_
   read_overlap(args, parallel, training);
   read_kernels(args, training, notes);
   read_offload(args, layers_per_chunk, training, notes);
+  read_optimizer_offload(args, training, notes);
   return training;
 }
 

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/optimizer_offload.hpp"
+
 namespace wallsim::models {
 namespace {
 
@@ -181,13 +183,66 @@ void DataParallelOps::finish_step(double stage_params) {
   const double shard =
       (stage_params - expert_params) / static_cast<double>(setting_.optimizer_shards) +
       expert_params / static_cast<double>(setting_.expert_optimizer_shards);
-  const OpIndex step = emit_.memory_bound("step", setting_.optimizer_step_bytes_per_param * shard,
-                                          before_step, OpCategory::kOptimizer);
+  const Deps stepped = optimizer_step(shard, before_step);
   if (setting_.distributed_optimizer && !shards_params() && !setting_.overlap_param_gather) {
     for (std::size_t p = 0; p < forward_order_.size(); ++p) {
-      if (reduces(buckets_[forward_order_[p]])) gathers_[p] = gather_bucket(p, {step});
+      if (reduces(buckets_[forward_order_[p]])) gathers_[p] = gather_bucket(p, stepped);
     }
   }
+}
+
+Deps DataParallelOps::optimizer_step(double shard, const Deps& before_step) {
+  const double fraction = setting_.cpu_optimizer_fraction;
+  const auto gpu_step = [&](const Deps& deps) {
+    return emit_.memory_bound("step",
+                              setting_.optimizer_step_bytes_per_param * shard * (1 - fraction),
+                              deps, OpCategory::kOptimizer);
+  };
+  if (fraction == 0) return {gpu_step(before_step)};
+  const double grad_bytes = setting_.grad_bytes_per_param;
+  if (!setting_.cpu_optimizer_overlap) {
+    // On the compute stream: every gradient out, the GPU's part while the CPU steps, every
+    // parameter back once both are done.
+    const double params = shard * fraction;
+    const CpuOptimizerTimes t =
+        cpu_optimizer_times(params, grad_bytes, setting_.host_link_Bps, setting_.host_memory_Bps);
+    const OpIndex out = emit_.host_copy("gradients to host", params * grad_bytes,
+                                        Time::from_seconds(t.gradients_to_host_s),
+                                        Streams::kCompute, 0, 0, before_step);
+    const OpIndex cpu = emit_.host_copy("cpu adam", 0, Time::from_seconds(t.cpu_step_s),
+                                        Streams::kCpuOptimizer, 0, 0, {out});
+    Deps after = {cpu};
+    if (fraction < 1) after.push_back(gpu_step({out}));
+    return {emit_.host_copy("parameters to device", params * kCpuOptimizerParamCopyBytes,
+                            Time::from_seconds(t.params_to_device_s), Streams::kCompute, 0, 0,
+                            after)};
+  }
+  // One CPU optimizer per parameter: gradient copies on one stream (which first waits for the
+  // compute stream, as the hybrid optimizer's d2h stream does), CPU steps as each copy lands,
+  // each parameter copied back on another stream as its step ends.
+  Deps gradients_final = before_step;
+  if (const auto last = emit_.last_compute()) gradients_final.push_back(*last);
+  std::size_t pieces = 0;
+  for (const auto& units : chunk_units_) pieces += units.size();
+  pieces = std::max<std::size_t>(pieces, 1);
+  const double params = shard * fraction / static_cast<double>(pieces);
+  const CpuOptimizerTimes t =
+      cpu_optimizer_times(params, grad_bytes, setting_.host_link_Bps, setting_.host_memory_Bps);
+  Deps stepped;
+  if (fraction < 1) stepped.push_back(gpu_step(before_step));
+  std::optional<OpIndex> last;
+  for (std::size_t k = 0; k < pieces; ++k) {
+    const OpIndex out = emit_.host_copy("gradients to host", params * grad_bytes,
+                                        Time::from_seconds(t.gradients_to_host_s),
+                                        Streams::kOffloadOut, 0, 0, gradients_final);
+    const OpIndex cpu = emit_.host_copy("cpu adam", 0, Time::from_seconds(t.cpu_step_s),
+                                        Streams::kCpuOptimizer, 0, 0, {out});
+    last =
+        emit_.host_copy("parameters to device", params * kCpuOptimizerParamCopyBytes,
+                        Time::from_seconds(t.params_to_device_s), Streams::kOffloadIn, 0, 0, {cpu});
+  }
+  stepped.push_back(*last);
+  return stepped;
 }
 
 }  // namespace wallsim::models

@@ -79,6 +79,14 @@ struct DpSetting {
   GroupIndex expert_group = 0;
   std::int64_t expert_group_size = 1;
   std::int64_t expert_optimizer_shards = 1;
+  // training.offload.optimizer_fraction: the share of the local shard the CPU steps
+  // (models/optimizer_offload.hpp), over the host link (bytes/s per direction) with this GPU's
+  // share of the host's DRAM bandwidth; `cpu_optimizer_overlap`: the copies pipeline on streams
+  // of their own, one piece per parameter unit of the rank.
+  double cpu_optimizer_fraction = 0;
+  bool cpu_optimizer_overlap = false;
+  double host_link_Bps = 0;
+  double host_memory_Bps = 0;
 };
 
 // The bucket size Megatron picks: max(40M, 1M·|DP×CP|) parameters.
@@ -133,6 +141,10 @@ class DataParallelOps {
   OpIndex reduce_bucket(std::size_t bucket, const std::vector<GradReady>& grads);
   OpIndex gather_bucket(std::size_t forward_position, const Deps& deps);
   void tag(const std::string& prefix);
+  // The optimizer step of `shard` parameters after `before_step`: the fused GPU kernel, and the
+  // CPU's part with its copies when the optimizer is offloaded. Returns what the parameter
+  // all-gather waits for.
+  Deps optimizer_step(double shard, const Deps& before_step);
   bool shards_grads() const { return setting_.sharding >= DataSharding::kGrads; }
   bool shards_params() const { return setting_.sharding == DataSharding::kParams; }
   // The FSDP unit a parameter unit belongs to (MTP layers go with the output layer).

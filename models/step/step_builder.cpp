@@ -277,6 +277,13 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
     if (dp.expert_active) dp.expert_group = table.index(in.edp.of(rank), GroupPurpose::kEdp);
     dp.expert_optimizer_shards = training.distributed_optimizer ? layout.expert.edp : 1;
   }
+  dp.cpu_optimizer_fraction = training.offload_optimizer_fraction;
+  if (dp.cpu_optimizer_fraction > 0) {
+    const auto& cluster = in.config.cluster;
+    dp.cpu_optimizer_overlap = training.offload_optimizer_overlap;
+    dp.host_link_Bps = cluster.host_link_GBps * 1e9;
+    dp.host_memory_Bps = cluster.host_memory_GBps.value_or(0) * 1e9 / cluster.gpus_per_node;
+  }
   const bool edge = stage == layout.embedding_chunk().stage || stage == layout.output_chunk().stage;
   if (in.config.model.tied_embeddings && layout.output_apart_from_embedding() && edge) {
     dp.embedding_group = table.index(in.embedding.of(rank), GroupPurpose::kEmbedding);

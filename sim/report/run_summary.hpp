@@ -25,6 +25,7 @@ struct StageMemorySummary {
   double reserved = 0;               // PyTorch's max_memory_reserved
   double wgrad_placeholders = 0;     // Transformer Engine's cached weight-gradient placeholders
   double grad_transients = 0;        // output-layer placeholder and embedding gradient at the peak
+  double host_optimizer = 0;         // host memory of the CPU optimizer (training.offload)
 };
 
 // How the critical rank's step splits (the walls of sim/report/README.md).

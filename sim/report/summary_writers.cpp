@@ -16,20 +16,22 @@ namespace {
 using nlohmann::json;
 
 json stage_json(const StageMemorySummary& stage) {
-  return {{"stage", stage.stage},
-          {"weights", stage.weights},
-          {"grads", stage.grads},
-          {"optimizer", stage.optimizer},
-          {"activations", stage.activations},
-          {"buffers", stage.buffers},
-          {"unit_buffers", stage.unit_buffers},
-          {"wgrad_placeholders", stage.wgrad_placeholders},
-          {"grad_transients", stage.grad_transients},
-          {"allocated", stage.allocated},
-          {"reserved", stage.reserved},
-          {"peak", stage.peak},
-          {"simulated_peak", stage.simulated_peak},
-          {"simulated_activations", stage.simulated_activations}};
+  json out = {{"stage", stage.stage},
+              {"weights", stage.weights},
+              {"grads", stage.grads},
+              {"optimizer", stage.optimizer},
+              {"activations", stage.activations},
+              {"buffers", stage.buffers},
+              {"unit_buffers", stage.unit_buffers},
+              {"wgrad_placeholders", stage.wgrad_placeholders},
+              {"grad_transients", stage.grad_transients},
+              {"allocated", stage.allocated},
+              {"reserved", stage.reserved},
+              {"peak", stage.peak},
+              {"simulated_peak", stage.simulated_peak},
+              {"simulated_activations", stage.simulated_activations}};
+  if (stage.host_optimizer > 0) out["host_optimizer"] = stage.host_optimizer;
+  return out;
 }
 
 // PyTorch's two peaks and the fit margin (models/memory.hpp), beside peak_bytes.

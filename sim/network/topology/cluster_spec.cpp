@@ -90,6 +90,7 @@ void parse_node(JsonObject object, ClusterSpec& spec) {
   spec.nic = parse_nic(JsonObject(object.at("nic")), spec.gpus_per_node);
   spec.host_link_GBps = spec.nic.pcie_bandwidth_GBps;
   if (object.has("host_link_GBps")) spec.host_link_GBps = object.positive("host_link_GBps");
+  if (object.has("host_memory_GBps")) spec.host_memory_GBps = object.positive("host_memory_GBps");
   object.finish();
 }
 

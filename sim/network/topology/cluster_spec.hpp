@@ -47,6 +47,10 @@ struct ClusterSpec {
   // GPU <-> host memory, per direction, GB/s (node.host_link_GBps; default the NIC's PCIe
   // path, the same Gen5 x16 link on DGX-class nodes): activation offloading copies over it.
   double host_link_GBps = 0;
+  // The host CPUs' DRAM bandwidth, GB/s, all sockets of a node together
+  // (node.host_memory_GBps): the node's GPUs share it when their optimizer steps run on the CPU
+  // (training.offload.optimizer_fraction). Absent: not known, and the CPU optimizer is refused.
+  std::optional<double> host_memory_GBps;
   NvlinkSpec nvlink;
   NicSpec nic;
   FabricSpec fabric;

@@ -112,6 +112,9 @@ TEST_CASE("export then import is the identity on variants that use every exporte
        {"training.optimizer.precision_aware=true", "training.optimizer.main_params_dtype=fp16",
         "training.optimizer.exp_avg_dtype=bf16", "training.optimizer.exp_avg_sq_dtype=fp8",
         "training.grad_reduce_dtype=bf16"}},
+      {"llama3-8b-8gpu",
+       {"training.optimizer.precision_aware=true", "training.offload.optimizer_fraction=0.25",
+        "training.offload.optimizer_overlap=true"}},
   };
   for (const auto& [example, overrides] : variants) {
     INFO(example);
@@ -138,6 +141,8 @@ TEST_CASE("export then import is the identity on variants that use every exporte
     CHECK(back.training.optimizer.main_params == config.training.optimizer.main_params);
     CHECK(back.training.optimizer.exp_avg == config.training.optimizer.exp_avg);
     CHECK(back.training.optimizer.exp_avg_sq == config.training.optimizer.exp_avg_sq);
+    CHECK(back.training.offload_optimizer_fraction == config.training.offload_optimizer_fraction);
+    CHECK(back.training.offload_optimizer_overlap == config.training.offload_optimizer_overlap);
   }
 }
 

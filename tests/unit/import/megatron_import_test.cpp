@@ -396,6 +396,19 @@ TEST_CASE("Megatron-FSDP's sharding strategy and CPU offloading map to their run
       Contains("--offload-modules") && Contains("must be among"));
   CHECK(warned(import_text(kSmall + "--offload-modules core_attn"),
                "has no effect without --fine-grained-activation-offloading"));
+  // The hybrid CPU optimizer: Megatron's --optimizer-offload-fraction defaults to 1.0.
+  const std::string cpu_optimizer =
+      kSmall +
+      "--use-distributed-optimizer --use-precision-aware-optimizer --optimizer-cpu-offload ";
+  const RunConfig all = load(import_text(cpu_optimizer));
+  CHECK(all.training.offload_optimizer_fraction == 1.0);
+  CHECK_FALSE(all.training.offload_optimizer_overlap);
+  const RunConfig part = load(import_text(
+      cpu_optimizer + "--optimizer-offload-fraction 0.3 --overlap-cpu-optimizer-d2h-h2d"));
+  CHECK(part.training.offload_optimizer_fraction == 0.3);
+  CHECK(part.training.offload_optimizer_overlap);
+  CHECK(warned(import_text(kSmall + "--overlap-cpu-optimizer-d2h-h2d"),
+               "have no effect without --optimizer-cpu-offload"));
 }
 
 TEST_CASE("a launch line that is not UTF-8 is rejected, not carried into the config") {

@@ -1,0 +1,43 @@
+// Megatron-Core's hybrid device optimizer (--optimizer-cpu-offload, training.offload.
+// optimizer_fraction; megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py): the first
+// `fraction` of the local optimizer shard's parameters (counted in elements) is updated on the
+// CPU by PyTorch's torch.optim.AdamW, the rest on the GPU by the fused Adam kernel.
+//
+// Per step and offloaded parameter:
+//   * the gradient is copied to pinned host memory (device to host, in the main gradient's dtype);
+//   * AdamW runs on the CPU over fp32 tensors: decoupled weight decay, the two moments, the
+//     denominator and the update, eight element-wise passes of PyTorch's single-tensor path (the
+//     one it takes for CPU tensors) that stream 80 bytes per parameter through host DRAM
+//     (mul_ 8, lerp_ 12, mul_ 8, addcmul_ 12, sqrt 8, div 8, add_ 8, addcdiv_ 16); the node's
+//     GPUs step at once and share the CPUs' DRAM bandwidth (node.host_memory_GBps);
+//   * the updated parameter is copied back (host to device, 2 bytes: PyTorch casts the fp32 value
+//     to the bf16 parameter's dtype on the CPU before the copy).
+// Host memory per offloaded parameter: fp32 master weight, gradient copy, exp_avg and exp_avg_sq
+// (16 bytes); the GPU keeps none of its optimizer state.
+//
+// Without --overlap-cpu-optimizer-d2h-h2d the copies run on the compute stream: all gradients
+// go out, then the CPU steps (while the GPU steps its own part), then all parameters come back.
+// With it every parameter has a CPU optimizer of its own, the copies run on streams of their own
+// and the three stages pipeline, one parameter each (models/step/data_parallel_ops.hpp).
+// Sources and the bandwidth figures: docs/reference/optimizer_offload.md.
+#pragma once
+
+namespace wallsim::models {
+
+inline constexpr double kCpuOptimizerHostBytesPerParam = 16;
+inline constexpr double kCpuAdamBytesPerParam = 80;
+inline constexpr double kCpuOptimizerParamCopyBytes = 2;
+
+// Durations of the three stages for `params` offloaded parameters.
+struct CpuOptimizerTimes {
+  double gradients_to_host_s = 0;
+  double cpu_step_s = 0;
+  double params_to_device_s = 0;
+};
+
+// `grad_bytes`: bytes of one main gradient (4, or 2 in bf16); `host_link_Bps`: GPU↔host copy
+// bandwidth per direction; `host_memory_Bps`: this GPU's share of the host DRAM bandwidth.
+CpuOptimizerTimes cpu_optimizer_times(double params, double grad_bytes, double host_link_Bps,
+                                      double host_memory_Bps);
+
+}  // namespace wallsim::models
