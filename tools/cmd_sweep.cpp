@@ -220,7 +220,8 @@ void add_sweep_command(CLI::App& app, CommandSet& commands) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--vary", options->vary,
                   "Replace a knob's values, e.g. --vary tp=2,4,8 pp=1,2,4 recompute=none "
-                  "(knobs: tp sp cp pp vpp ep etp dispatcher mb recompute dist_opt overlap)");
+                  "(knobs: tp sp cp pp vpp schedule ep etp dispatcher mb recompute dist_opt "
+                  "sharding overlap offload)");
   sub->add_option("--set", options->overrides, "Override a field of the base config");
   sub->add_option("--jobs,-j", options->jobs, "Worker threads (default: all cores)")
       ->check(CLI::PositiveNumber);

@@ -60,6 +60,15 @@ std::vector<std::string> point_overrides(const SweepBase& base, const SweepPoint
   for (const char* key : {"tp_comm", "dp_grad_reduce", "dp_param_gather"}) {
     o.push_back(std::string("training.overlap.") + key + "=" + flag(p.overlap));
   }
+  if (p.offload == SweepOffload::kNone) {
+    o.push_back("training.offload=null");
+  } else if (p.offload == SweepOffload::kActivations) {
+    o.push_back("training.offload={\"activations\": true}");
+  } else if (p.offload == SweepOffload::kOptimizer) {
+    // Megatron's --optimizer-cpu-offload needs the precision-aware optimizer.
+    o.push_back("training.offload={\"optimizer_fraction\": 1}");
+    o.push_back("training.optimizer.precision_aware=true");
+  }
   o.push_back("description=\"wallsim sweep point " + point_id(p) + "\"");
   return o;
 }

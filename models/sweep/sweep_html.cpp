@@ -198,6 +198,13 @@ void write_knobs(const SweepReport& report, std::ostream& out) {
                        return std::string(to_string(effective_sharding(r.point)));
                      }});
   }
+  const bool offloads = std::any_of(report.rows.begin(), report.rows.end(),
+                                    [](const auto& r) { return r.point.offload.has_value(); });
+  if (offloads) {
+    knobs.push_back({"offload", [](const SweepRow& r) {
+                       return std::string(r.point.offload ? to_string(*r.point.offload) : "config");
+                     }});
+  }
   for (const auto& [name, value_of] : knobs) write_knob(name, value_of, report.rows, best, out);
 }
 

@@ -98,6 +98,7 @@ nlohmann::json row_to_json(const SweepRow& r) {
                         {"error", r.error},
                         {"config", "configs/" + r.id + ".json"},
                         {"megatron_args", r.megatron_args}};
+  if (p.offload) row["offload"] = to_string(*p.offload);
   if (r.distribution) {
     row["p10_s"] = r.distribution->p10;
     row["p50_s"] = r.distribution->p50;
@@ -137,6 +138,13 @@ SweepRow row_from_json(const nlohmann::json& j, const std::string& where) {
       }
     }
     r.point.overlap = j.at("overlap").get<bool>();
+    if (j.contains("offload")) {
+      r.point.offload = parse_sweep_offload(j.at("offload").get<std::string>());
+      if (!r.point.offload) {
+        throw InputError(where, "rows", j.at("offload").dump(),
+                         "malformed sweep row: offload must be none, activations or optimizer");
+      }
+    }
     r.step_time_s = j.at("step_time_s").get<double>();
     r.tokens_per_s_per_gpu = j.at("tokens_per_s_per_gpu").get<double>();
     r.mfu = j.at("mfu").get<double>();

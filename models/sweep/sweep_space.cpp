@@ -121,6 +121,18 @@ std::vector<std::optional<DataSharding>> parse_shardings(const std::string& assi
   return shardings;
 }
 
+std::vector<std::optional<SweepOffload>> parse_offloads(const std::string& assignment,
+                                                        const std::vector<std::string>& values) {
+  std::vector<std::optional<SweepOffload>> offloads;
+  for (const auto& value : values) {
+    const auto offload = parse_sweep_offload(value);
+    if (!offload)
+      reject(assignment, "\"" + value + "\" must be one of: none, activations, optimizer");
+    offloads.emplace_back(offload);
+  }
+  return offloads;
+}
+
 template <typename T>
 void keep_unique(std::vector<T>& values) {
   std::vector<T> unique;
@@ -143,6 +155,8 @@ std::string join(const std::vector<T>& values) {
       text += value;
     } else if constexpr (std::is_same_v<T, std::optional<DataSharding>>) {
       text += value ? to_string(*value) : "by dist_opt";
+    } else if constexpr (std::is_same_v<T, std::optional<SweepOffload>>) {
+      text += value ? to_string(*value) : "config";
     } else {
       text += std::to_string(value);
     }
@@ -151,6 +165,26 @@ std::string join(const std::vector<T>& values) {
 }
 
 }  // namespace
+
+const char* to_string(SweepOffload offload) {
+  switch (offload) {
+    case SweepOffload::kNone:
+      return "none";
+    case SweepOffload::kActivations:
+      return "activations";
+    case SweepOffload::kOptimizer:
+      return "optimizer";
+  }
+  return "none";
+}
+
+std::optional<SweepOffload> parse_sweep_offload(const std::string& name) {
+  for (SweepOffload o :
+       {SweepOffload::kNone, SweepOffload::kActivations, SweepOffload::kOptimizer}) {
+    if (name == to_string(o)) return o;
+  }
+  return std::nullopt;
+}
 
 std::string effective_schedule(const SweepPoint& p) {
   if (!p.schedule.empty()) return p.schedule;
@@ -178,19 +212,24 @@ std::string point_id(const SweepPoint& p) {
     id += "-nodo";
   }
   if (!p.overlap) id += "-noov";
+  if (p.offload) {
+    static constexpr const char* kNames[] = {"-nooffload", "-offload-act", "-offload-opt"};
+    id += kNames[static_cast<int>(*p.offload)];
+  }
   return id;
 }
 
 std::int64_t SweepSpace::size() const {
-  return static_cast<std::int64_t>(tp.size() * sequence_parallel.size() * cp.size() * pp.size() *
-                                   vpp.size() * schedule.size() * ep.size() * etp.size() *
-                                   dispatcher.size() * micro_batch.size() * recompute.size() *
-                                   distributed_optimizer.size() * sharding.size() * overlap.size());
+  return static_cast<std::int64_t>(
+      tp.size() * sequence_parallel.size() * cp.size() * pp.size() * vpp.size() * schedule.size() *
+      ep.size() * etp.size() * dispatcher.size() * micro_batch.size() * recompute.size() *
+      distributed_optimizer.size() * sharding.size() * overlap.size() * offload.size());
 }
 
 SweepPoint SweepSpace::at(std::int64_t index) const {
   // Mixed radix, the last knob varying fastest.
   SweepPoint p;
+  p.offload = offload[pick(offload, index)];
   p.overlap = overlap[pick(overlap, index)];
   p.sharding = sharding[pick(sharding, index)];
   p.distributed_optimizer = distributed_optimizer[pick(distributed_optimizer, index)];
@@ -216,8 +255,8 @@ bool sweeps_experts(const SweepSpace& space) {
 
 const std::vector<std::string>& sweep_knob_names() {
   static const std::vector<std::string> kNames{
-      "tp",  "sp",         "cp", "pp",        "vpp",      "schedule", "ep",
-      "etp", "dispatcher", "mb", "recompute", "dist_opt", "sharding", "overlap"};
+      "tp",         "sp", "cp",        "pp",       "vpp",      "schedule", "ep",     "etp",
+      "dispatcher", "mb", "recompute", "dist_opt", "sharding", "overlap",  "offload"};
   return kNames;
 }
 
@@ -329,6 +368,8 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
     space.dispatcher = parse_dispatchers(assignment, values);
   else if (knob == "schedule")
     space.schedule = parse_schedules(assignment, values);
+  else if (knob == "offload")
+    space.offload = parse_offloads(assignment, values);
   else {
     reject(assignment, "unknown knob \"" + knob + "\"; valid knobs: " + knob_list());
   }
@@ -346,6 +387,7 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
   keep_unique(space.distributed_optimizer);
   keep_unique(space.sharding);
   keep_unique(space.overlap);
+  keep_unique(space.offload);
 }
 
 std::vector<std::pair<std::string, std::string>> describe_space(const SweepSpace& s) {
@@ -374,6 +416,9 @@ std::vector<std::pair<std::string, std::string>> describe_space(const SweepSpace
     knobs.emplace_back("dist_opt", join(s.distributed_optimizer));
   }
   knobs.emplace_back("overlap", join(s.overlap));
+  if (s.offload != std::vector<std::optional<SweepOffload>>{std::nullopt}) {
+    knobs.emplace_back("offload", join(s.offload));
+  }
   return knobs;
 }
 

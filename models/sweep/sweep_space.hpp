@@ -2,19 +2,23 @@
 //
 // A point is one value of every knob. Points are numbered 0 .. size()-1 in a fixed mixed-radix
 // order (tp varies slowest, then sp, cp, pp, vpp, schedule, ep, etp, dispatcher, micro_batch,
-// recompute, distributed optimizer, data sharding, overlap), so an index names the same point on
-// every machine and in every shard. The default space (default_space) on a dense model: tp ∈
-// {1,2,4,8} within an NVLink domain, sequence parallelism on, cp = 1 (∈ {1,2,4,8} from 16K tokens),
-// pp over the divisors of the GPU count that fit the layers, vpp over the splits the layers allow,
-// micro_batch ∈ {1,2,4}, recompute ∈ {none, selective, full}, distributed optimizer and overlaps
-// on. On a mixture-of-experts model also ep ∈ {1,2,4,…,64} (dividing the expert count), etp ∈
-// {1,2,4,8} within an NVLink domain and the dispatcher ∈ {alltoall, allgather}. `--vary k=v,...`
-// replaces a knob's list (apply_vary). The pipeline schedule is Megatron's choice (interleaved when
-// vpp > 1, else 1f1b) unless `--vary schedule=...` lists others (e.g. megatron,zb_h1,zb_h2); a
-// schedule that cannot run a point's shape prunes the point with the schedule's reason. Data
-// sharding follows the distributed-optimizer switch (or the base config's parallel.data_sharding)
-// unless
-// `--vary sharding=none,optimizer,grads,params` lists ZeRO stages, which then decide it.
+// recompute, distributed optimizer, data sharding, overlap, offload), so an index names the same
+// point on every machine and in every shard. The default space (default_space) on a dense model:
+// tp ∈ {1,2,4,8} within an NVLink domain, sequence parallelism on, cp = 1 (∈ {1,2,4,8} from 16K
+// tokens), pp over the divisors of the GPU count that fit the layers, vpp over the splits the
+// layers allow, micro_batch ∈ {1,2,4}, recompute ∈ {none, selective, full}, distributed optimizer
+// and overlaps on. On a mixture-of-experts model also ep ∈ {1,2,4,…,64} (dividing the expert
+// count), etp ∈ {1,2,4,8} within an NVLink domain and the dispatcher ∈ {alltoall, allgather}.
+// `--vary k=v,...` replaces a knob's list (apply_vary). The pipeline schedule is Megatron's choice
+// (interleaved when vpp > 1, else 1f1b) unless `--vary schedule=...` lists others (e.g.
+// megatron,zb_h1,zb_h2); a schedule that cannot run a point's shape prunes the point with the
+// schedule's reason. Data sharding follows the distributed-optimizer switch (or the base config's
+// parallel.data_sharding) unless `--vary sharding=none,optimizer,grads,params` lists ZeRO stages,
+// which then decide it.
+// Offloading follows the base config's training.offload unless `--vary offload=none,activations,
+// optimizer` lists choices: nothing offloaded, every decoder layer's activations but a chunk's
+// last, or the whole optimizer stepped on the CPU (with the precision-aware optimizer Megatron
+// requires for it).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +30,11 @@
 #include "models/training_spec.hpp"
 
 namespace wallsim::models {
+
+// A sweep's offloading choice (--vary offload=...); see the header comment.
+enum class SweepOffload { kNone, kActivations, kOptimizer };
+const char* to_string(SweepOffload offload);  // "none", "activations", "optimizer"
+std::optional<SweepOffload> parse_sweep_offload(const std::string& name);
 
 struct SweepPoint {
   std::int64_t tp = 1;
@@ -44,6 +53,7 @@ struct SweepPoint {
   // parallel.data_sharding; nullopt: what distributed_optimizer implies. When set,
   // distributed_optimizer follows it.
   std::optional<DataSharding> sharding;
+  std::optional<SweepOffload> offload;  // nullopt: the base config's training.offload
   bool operator==(const SweepPoint&) const = default;
 };
 
@@ -57,7 +67,8 @@ std::string effective_schedule(const SweepPoint& point);
 // than Megatron's choice adds "-zb_h1" (its name) after vpp; expert layouts add "-ep8", "-etp2"
 // (when > 1) and "-allgather"/"-flex" after vpp; switches that are off add
 // "-nosp" (only when tp > 1), "-nodo", "-noov"; a stated sharding adds "-ddp", "-zero1", "-zero2"
-// or "-fsdp" (none, optimizer, grads, params) in place of "-nodo".
+// or "-fsdp" (none, optimizer, grads, params) in place of "-nodo"; a stated offload adds
+// "-nooffload", "-offload-act" or "-offload-opt" last.
 std::string point_id(const SweepPoint& point);
 
 struct SweepSpace {
@@ -75,6 +86,7 @@ struct SweepSpace {
   std::vector<bool> distributed_optimizer{true};
   std::vector<std::optional<DataSharding>> sharding{std::nullopt};
   std::vector<bool> overlap{true};
+  std::vector<std::optional<SweepOffload>> offload{std::nullopt};
 
   std::int64_t size() const;
   // The point with this index (0 <= index < size()).

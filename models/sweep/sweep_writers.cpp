@@ -1,5 +1,6 @@
 #include "models/sweep/sweep_writers.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 
@@ -91,15 +92,24 @@ std::string format_gib(double bytes) {
 }
 
 void write_sweep_csv(const SweepReport& report, std::ostream& out) {
+  // An offload column when the sweep states it (--vary offload): "config" where a row runs the
+  // base config's own training.offload.
+  const bool offloads = std::any_of(report.rows.begin(), report.rows.end(),
+                                    [](const SweepRow& r) { return r.point.offload.has_value(); });
   out << "rank,id,tp,sp,cp,pp,vpp,dp,micro_batch,num_microbatches,recompute,"
          "distributed_optimizer,overlap,ep,etp,dispatcher,schedule,data_sharding,step_time_s,"
          "tokens_per_s_per_"
          "gpu,mfu,"
          "peak_bytes,"
          "hbm_bytes,fits_in_memory,binding,error,config"
-      << (report.samples > 1 ? ",p10_s,p50_s,p90_s,mean_s" : "") << "\n";
+      << (offloads ? ",offload" : "") << (report.samples > 1 ? ",p10_s,p50_s,p90_s,mean_s" : "")
+      << "\n";
   for (std::size_t i = 0; i < report.rows.size(); ++i) {
     write_csv_row(out, i + 1, report.rows[i]);
+    if (offloads) {
+      const auto& offload = report.rows[i].point.offload;
+      out << "," << (offload ? to_string(*offload) : "config");
+    }
     if (report.samples > 1) write_csv_distribution(out, report.rows[i]);
     out << "\n";
   }

@@ -71,9 +71,21 @@ TEST_CASE("pruning keeps exactly the valid layouts that fit, against brute force
 
 TEST_CASE("a point's config is the base with the point's layout written in", "[sweep]") {
   const SweepBase base = load_sweep_base(kConfig, {}, 16);
-  const SweepPoint p{
-      4,    true,  1,           2, 2, "", 1, 1, MoeDispatcher::kAllToAll, 2, Recompute::full,
-      true, false, std::nullopt};
+  const SweepPoint p{4,
+                     true,
+                     1,
+                     2,
+                     2,
+                     "",
+                     1,
+                     1,
+                     MoeDispatcher::kAllToAll,
+                     2,
+                     Recompute::full,
+                     true,
+                     false,
+                     std::nullopt,
+                     std::nullopt};
   const RunConfig config = run_config_from_json(point_config(base, p), "point.json");
   CHECK(config.num_gpus == 16);
   CHECK(config.layout.sizes.tp == 4);
@@ -94,6 +106,21 @@ TEST_CASE("a point's config is the base with the point's layout written in", "[s
   fsdp.distributed_optimizer = true;
   const RunConfig sharded = run_config_from_json(point_config(base, fsdp), "point.json");
   CHECK(sharded.layout.data_sharding == DataSharding::kParams);
+  // A stated offload replaces the base's training.offload; the CPU optimizer brings the
+  // precision-aware optimizer Megatron requires for it.
+  SweepPoint offload = p;
+  offload.offload = SweepOffload::kActivations;
+  CHECK(
+      run_config_from_json(point_config(base, offload), "point.json").training.offload_activations);
+  offload.offload = SweepOffload::kOptimizer;
+  const RunConfig cpu = run_config_from_json(point_config(base, offload), "point.json");
+  CHECK(cpu.training.offload_optimizer_fraction == 1.0);
+  CHECK(cpu.training.optimizer.precision_aware);
+  CHECK_FALSE(cpu.training.offload_activations);
+  offload.offload = SweepOffload::kNone;
+  const RunConfig none = run_config_from_json(point_config(base, offload), "point.json");
+  CHECK_FALSE(none.training.offload_activations);
+  CHECK(none.training.offload_optimizer_fraction == 0);
 }
 
 TEST_CASE("layout prunes are keyed by the rule that failed", "[sweep]") {

@@ -4,6 +4,7 @@
 
 #include "calibration/profile.hpp"
 #include "models/sweep/sweep_journal.hpp"
+#include "models/sweep/sweep_row.hpp"
 #include "models/sweep/sweep_runner.hpp"
 #include "models/sweep/sweep_writers.hpp"
 
@@ -87,4 +88,37 @@ TEST_CASE("resuming from an interrupted sweep's journal gives the uninterrupted 
   const SweepReport resumed = f.run(resume);
   CHECK(simulated_again == total - 3);
   CHECK(csv(resumed) == csv(uninterrupted));
+}
+
+TEST_CASE("a sweep over offloading choices ranks them and carries them through its outputs",
+          "[sweep]") {
+  Fixture f;
+  f.space = SweepSpace{};
+  f.space.tp = {2};
+  apply_vary(f.space, "offload=none,activations,optimizer");
+  SweepRunOptions options;
+  options.jobs = 1;
+  const SweepReport report = f.run(options);
+  REQUIRE(report.counts.simulated == 3);
+  const auto row = [&](SweepOffload offload) {
+    for (const SweepRow& r : report.rows) {
+      if (r.point.offload == offload) return r;
+    }
+    FAIL("no row");
+    return report.rows.front();
+  };
+  const SweepRow none = row(SweepOffload::kNone);
+  const SweepRow activations = row(SweepOffload::kActivations);
+  const SweepRow optimizer = row(SweepOffload::kOptimizer);
+  // Offloading frees memory and, over PCIe with this little compute per layer, costs time.
+  CHECK(activations.peak_bytes < none.peak_bytes);
+  CHECK(optimizer.peak_bytes < none.peak_bytes);
+  CHECK(optimizer.step_time_s > none.step_time_s);
+  // The choice reaches the CSV and survives the journal's JSON.
+  const std::string text = csv(report);
+  CHECK(text.find(",config,offload\n") != std::string::npos);
+  CHECK(text.find("-offload-opt.json,optimizer\n") != std::string::npos);
+  for (const SweepRow& r : report.rows) {
+    CHECK(row_from_json(row_to_json(r), "journal").point == r.point);
+  }
 }

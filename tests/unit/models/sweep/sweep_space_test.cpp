@@ -26,7 +26,7 @@ TEST_CASE("the space's size is the product of its knobs' value counts, each poin
   CHECK(space.at(0).recompute == Recompute::none);
   CHECK(space.at(1).recompute == Recompute::full);
   CHECK(space.at(23) == SweepPoint{4, true, 1, 2, 1, "", 1, 1, MoeDispatcher::kAllToAll, 2,
-                                   Recompute::full, true, true, std::nullopt});
+                                   Recompute::full, true, true, std::nullopt, std::nullopt});
 }
 
 TEST_CASE("the default space of Llama 3 70B on 1,024 GPUs, counted by hand", "[sweep]") {
@@ -71,9 +71,21 @@ TEST_CASE("vary replaces a knob's values and rejects what it cannot sweep", "[sw
 }
 
 TEST_CASE("point ids name every knob that distinguishes a point", "[sweep]") {
-  SweepPoint p{
-      8,    true, 1,           4, 5, "", 1, 1, MoeDispatcher::kAllToAll, 1, Recompute::none,
-      true, true, std::nullopt};
+  SweepPoint p{8,
+               true,
+               1,
+               4,
+               5,
+               "",
+               1,
+               1,
+               MoeDispatcher::kAllToAll,
+               1,
+               Recompute::none,
+               true,
+               true,
+               std::nullopt,
+               std::nullopt};
   CHECK(point_id(p) == "tp8-cp1-pp4-vpp5-mb1-none");
   p.sequence_parallel = false;
   p.distributed_optimizer = false;
@@ -85,6 +97,22 @@ TEST_CASE("point ids name every knob that distinguishes a point", "[sweep]") {
   p.etp = 2;
   p.dispatcher = MoeDispatcher::kAllGather;
   CHECK(point_id(p) == "tp1-cp1-pp4-vpp5-ep8-etp2-allgather-mb1-none-nodo-noov");
+  p.offload = SweepOffload::kOptimizer;
+  CHECK(point_id(p) == "tp1-cp1-pp4-vpp5-ep8-etp2-allgather-mb1-none-nodo-noov-offload-opt");
+}
+
+TEST_CASE("offloading choices listed by --vary offload vary fastest", "[sweep]") {
+  SweepSpace space;
+  apply_vary(space, "offload=none,activations,optimizer");
+  REQUIRE(space.size() == 3);
+  CHECK(space.at(0).offload == SweepOffload::kNone);
+  CHECK(space.at(1).offload == SweepOffload::kActivations);
+  CHECK(space.at(2).offload == SweepOffload::kOptimizer);
+  CHECK(point_id(space.at(1)) == "tp1-cp1-pp1-vpp1-mb1-none-offload-act");
+  CHECK(describe_space(space).back() ==
+        std::pair<std::string, std::string>{"offload", "none,activations,optimizer"});
+  CHECK_THROWS_WITH(apply_vary(space, "offload=layers"),
+                    Catch::Contains("must be one of: none, activations, optimizer"));
 }
 
 TEST_CASE("a mixture-of-experts model's default space sweeps ep, etp and the dispatcher",
