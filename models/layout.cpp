@@ -194,6 +194,31 @@ DataSharding choose_data_sharding(const ModelSpec& model, const ParallelSpec& p,
   return sharding;
 }
 
+// Hybrid sharding: a shard group divides DP×CP, shards something, and leaves routed experts
+// (sharded over expert DP) alone.
+std::int64_t check_shard_group(const ModelSpec& model, const ParallelSpec& p, const Layout& layout,
+                               const std::string& where) {
+  if (!p.fsdp_shard_group) return 0;
+  const std::int64_t group = *p.fsdp_shard_group;
+  const std::string key = "parallel.fsdp_shard_group";
+  if (layout.data_sharding == DataSharding::kNone) {
+    throw InputError(where, key, str(group),
+                     "shards nothing: it needs the distributed optimizer or a "
+                     "parallel.data_sharding that shards (optimizer, grads, params)");
+  }
+  if (layout.dp_cp() % group != 0) {
+    throw InputError(where, key, str(group),
+                     "must divide dp·cp = " + str(layout.dp_cp()) +
+                         ": the data-parallel ranks split into equal shard groups");
+  }
+  if (model.moe) {
+    throw InputError(where, key, str(group),
+                     "hybrid sharding is not modelled for MoE models (routed experts shard over "
+                     "expert data parallelism)");
+  }
+  return group == layout.dp_cp() ? 0 : group;
+}
+
 // Offloaded activations are copied around a layer's forward and backward; the paths that
 // interleave or split those are not built with the copies.
 void check_offload(const ModelSpec& model, const TrainingSpec& t, const PipelineSchedule& schedule,
@@ -253,6 +278,7 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
   }
   layout.num_microbatches = training.global_batch / (training.micro_batch * layout.sizes.dp);
   layout.data_sharding = choose_data_sharding(model, parallel, training, where);
+  layout.shard_group = check_shard_group(model, parallel, layout, where);
   check_offload(model, training, schedule, where);
   if (training.offload_optimizer_fraction > 0 && layout.data_sharding > DataSharding::kOptimizer) {
     throw InputError(where, "training.offload.optimizer_fraction",

@@ -53,12 +53,19 @@ struct Layout {
   std::int64_t num_microbatches = 1;           // m = global_batch / (micro_batch·dp)
   // parallel.data_sharding, or what training.distributed_optimizer implies (optimizer / none).
   DataSharding data_sharding = DataSharding::kNone;
+  // parallel.fsdp_shard_group: the DP×CP ranks one shard group spans (hybrid sharding), or 0:
+  // the whole DP×CP group.
+  std::int64_t shard_group = 0;
   LayerPlacement placement;
   std::vector<std::string> notes;  // what was adjusted, for the user
 
   RankLayout ranks() const { return RankLayout(sizes, order); }
   // The group the distributed optimizer shards over: DP×CP (mechanics.md §6.2).
   std::int64_t dp_cp() const { return sizes.dp * sizes.cp; }
+  // The ranks sharded state is split over: the shard group with hybrid sharding, else DP×CP.
+  std::int64_t dp_shards() const { return shard_group > 0 ? shard_group : dp_cp(); }
+  // Copies of each shard: dp_cp() / dp_shards() (1 without hybrid sharding).
+  std::int64_t dp_replicas() const { return dp_cp() / dp_shards(); }
   PipelineShape pipeline_shape() const { return {sizes.pp, vpp, num_microbatches}; }
   // The stage (and its chunk) holding the first virtual stage, with the embedding.
   StageChunk embedding_chunk() const { return virtual_stages.place(0); }

@@ -253,14 +253,21 @@ double workspace_bytes(const TrainingSpec& training, int compute_capability) {
 }
 
 // NCCL buffers of the communicators a rank belongs to: TP, CP, DP×CP (the gradient reduction
-// and distributed optimizer), EP, each a ring receiving from one peer per channel, and the
-// pipeline's send/recv to the stages before and after; unless memory_allowances.comm_buffers.
+// and distributed optimizer; with hybrid sharding also its shard and replica groups), EP, each a
+// ring receiving from one peer per channel, and the pipeline's send/recv to the stages before and
+// after; unless memory_allowances.comm_buffers.
 double nccl_buffer_bytes(const Layout& layout, const MemoryAllowances& allowances) {
   if (allowances.comm_buffer_bytes) return *allowances.comm_buffer_bytes;
   const int channels = allowances.nccl_channels;
   double bytes = 0;
   for (std::int64_t size : {layout.sizes.tp, layout.sizes.cp, layout.dp_cp(), layout.expert.ep}) {
     if (size > 1) bytes += nccl_communicator_bytes(channels, 1);
+  }
+  // Hybrid sharding adds the shard groups' and the replica groups' communicators.
+  if (layout.shard_group > 0) {
+    for (std::int64_t size : {layout.dp_shards(), layout.dp_replicas()}) {
+      if (size > 1) bytes += nccl_communicator_bytes(channels, 1);
+    }
   }
   if (layout.sizes.pp > 1) bytes += nccl_communicator_bytes(channels, 2);
   return bytes;
@@ -323,7 +330,11 @@ StageMemory stage_memory(const ModelSpec& model, const Layout& layout, const Tra
 
 void add_notes(const ModelSpec& model, const Layout& layout, const TrainingSpec& training,
                MemoryReport& report) {
-  if (training.distributed_optimizer && layout.sizes.cp > 1) {
+  if (layout.shard_group > 0) {
+    report.notes.push_back("hybrid sharding: state sharded over groups of " +
+                           std::to_string(layout.dp_shards()) + " DP×CP ranks, replicated " +
+                           std::to_string(layout.dp_replicas()) + " times");
+  } else if (training.distributed_optimizer && layout.sizes.cp > 1) {
     report.notes.push_back(
         "distributed optimizer state sharded over dp·cp = " + std::to_string(layout.dp_cp()) +
         " as Megatron shards it; Megatron's memory estimator divides by dp = " +
@@ -406,7 +417,7 @@ StageParameters stage_parameters(const ModelSpec& model, const Layout& layout, s
 }
 
 std::int64_t optimizer_shards(const Layout& layout, const TrainingSpec&) {
-  return layout.data_sharding >= DataSharding::kOptimizer ? layout.dp_cp() : 1;
+  return layout.data_sharding >= DataSharding::kOptimizer ? layout.dp_shards() : 1;
 }
 
 std::int64_t expert_optimizer_shards(const Layout& layout, const TrainingSpec&) {

@@ -206,6 +206,7 @@ ParallelSpec parse_parallel_spec(const JsonNode& node) {
     spec.data_sharding = parse_data_sharding(
         object.choice_or("data_sharding", "optimizer", {"none", "optimizer", "grads", "params"}));
   }
+  if (auto group = object.find("fsdp_shard_group")) spec.fsdp_shard_group = group->as_integer(2);
   object.finish();
   return spec;
 }

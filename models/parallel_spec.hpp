@@ -7,7 +7,9 @@
 // models/pipeline_layout.hpp; its stage count / pp is vpp), ep 1, etp 1, moe_dispatcher "alltoall",
 // moe_grouped_gemm true (MoE models only), ep_group_style "megatron", order "tp-cp-ep-dp-pp", dp
 // (optional; must equal num_gpus / (tp·cp·pp)), data_sharding (absent: "optimizer" with
-// training.distributed_optimizer, "none" without).
+// training.distributed_optimizer, "none" without), fsdp_shard_group (absent: every DP×CP rank;
+// hybrid sharding: shard over groups of this many consecutive DP×CP ranks, replicate across
+// them).
 #pragma once
 
 #include <array>
@@ -84,6 +86,9 @@ struct ParallelSpec {
   // Only when the config states it; the run config reconciles it with
   // training.distributed_optimizer (Layout::data_sharding is the effective value).
   std::optional<DataSharding> data_sharding;
+  // parallel.fsdp_shard_group: hybrid sharding (HSDP; Megatron's distributed-optimizer instances,
+  // --num-distributed-optimizer-instances = dp·cp / this). Only when the config states it.
+  std::optional<std::int64_t> fsdp_shard_group;
 };
 
 // Parses "tp-cp-ep-dp-pp"-style orders: each of the five axes exactly once.

@@ -258,6 +258,9 @@ void add_training(const RunConfig& c, Options& out, std::vector<std::string>& no
         "--data-parallel-sharding-strategy",
         {c.layout.data_sharding == DataSharding::kParams ? "optim_grads_params" : "optim_grads"});
   }
+  if (c.layout.shard_group > 0) {
+    out.add("--num-distributed-optimizer-instances", c.layout.dp_replicas());
+  }
   if (t.offload_activations && !t.offload_modules.empty()) {
     out.add("--fine-grained-activation-offloading");
     out.add("--offload-modules", t.offload_modules);

@@ -172,7 +172,6 @@ const std::vector<std::string_view>& megatron_flags_not_modelled() {
       "--no-masked-softmax-fusion",
       "--no-persist-layer-norm",
       "--no-rope-fusion",
-      "--num-distributed-optimizer-instances",
       "--offload-activations",
       "--optimizer",
       "--qk-layernorm",

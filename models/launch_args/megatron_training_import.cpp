@@ -282,6 +282,23 @@ void read_data_sharding(MegatronArgs& args, json& parallel, const json& training
   parallel["data_sharding"] = sharding;
 }
 
+// --num-distributed-optimizer-instances N: N copies of the sharded state, each sharded over
+// dp·cp / N consecutive ranks (parallel.fsdp_shard_group).
+void read_optimizer_instances(MegatronArgs& args, std::int64_t dp_cp, json& parallel,
+                              const json& training) {
+  const auto instances = args.integer("--num-distributed-optimizer-instances", 1);
+  if (!instances || *instances == 1) return;
+  if (!training["distributed_optimizer"].get<bool>()) {
+    args.fail("--num-distributed-optimizer-instances", std::to_string(*instances),
+              "needs --use-distributed-optimizer");
+  }
+  if (dp_cp % *instances != 0) {
+    args.fail("--num-distributed-optimizer-instances", std::to_string(*instances),
+              "must divide dp·cp = " + std::to_string(dp_cp));
+  }
+  parallel["fsdp_shard_group"] = dp_cp / *instances;
+}
+
 // --cpu-offloading (activations) with --cpu-offloading-num-layers N: the first N layers of each
 // chunk (training.offload.layers; at most all but the chunk's last). --fine-grained-activation-
 // offloading with --offload-modules: what those modules save (training.offload.activations as a
@@ -422,6 +439,8 @@ void read_megatron_layout(MegatronArgs& args, std::int64_t num_gpus, json& confi
   const std::int64_t layers_per_chunk = (model["layers"].get<std::int64_t>() + chunks - 1) / chunks;
   config["training"] = read_training(args, dp, layers_per_chunk, parallel, notes);
   read_data_sharding(args, parallel, config["training"], notes);
+  read_optimizer_instances(args, dp * parallel["cp"].get<std::int64_t>(), parallel,
+                           config["training"]);
   config["parallel"] = parallel;
 }
 

@@ -206,8 +206,17 @@ void add_data_parallel(const RunConfig& c, Toml& out, std::vector<std::string>& 
   const std::int64_t dp = layout.sizes.dp;
   const DataSharding sharding = layout.data_sharding;
   const bool fsdp = sharding != DataSharding::kNone;
-  out.add("data_parallel_replicate_degree", fsdp ? std::int64_t{1} : dp);
-  out.add("data_parallel_shard_degree", fsdp ? dp : std::int64_t{1});
+  // Hybrid sharding: the shard group spans dp_shard × cp ranks, replicated over dp_replicate.
+  std::int64_t replicas = fsdp ? layout.dp_replicas() : dp;
+  if (dp % replicas != 0) {
+    notes.push_back("parallel.fsdp_shard_group " + std::to_string(layout.dp_shards()) +
+                    " does not span whole CP groups (context_parallel_degree " +
+                    std::to_string(layout.sizes.cp) +
+                    "), as TorchTitan's dp_shard × cp mesh does: written as FSDP over every rank");
+    replicas = 1;
+  }
+  out.add("data_parallel_replicate_degree", replicas);
+  out.add("data_parallel_shard_degree", dp / replicas);
   if (fsdp) {
     const bool pp = layout.sizes.pp > 1;
     const bool reshard = sharding == DataSharding::kParams;

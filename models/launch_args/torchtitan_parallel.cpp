@@ -56,10 +56,10 @@ void check_gpu_count(TorchTitanToml& toml, const TorchTitanDegrees& d,
   }
 }
 
-// FSDP2 shards over dp_shard (and CP) ranks; DDP replicates; HSDP does both, which wallsim does
-// not model: it shards over every data-parallel rank.
-void read_sharding(TorchTitanToml& toml, const TorchTitanDegrees& d, json& parallel, json& overlap,
-                   std::vector<std::string>& warnings) {
+// FSDP2 shards over dp_shard (and CP) ranks; DDP replicates; HSDP does both
+// (parallel.fsdp_shard_group).
+void read_sharding(TorchTitanToml& toml, const TorchTitanDegrees& d, bool moe, json& parallel,
+                   json& overlap, std::vector<std::string>& warnings) {
   const std::string key = "fsdp_reshard_after_forward";
   const std::string policy = toml.string(kSection, key).value_or("default");
   if (policy != "default" && policy != "always" && policy != "never") {
@@ -81,11 +81,15 @@ void read_sharding(TorchTitanToml& toml, const TorchTitanDegrees& d, json& paral
         "and optimizer state sharded, one parameter all-gather and one gradient reduce-scatter "
         "per step)");
   }
-  if (fsdp && d.replicate > 1) {
+  if (fsdp && d.replicate > 1 && !moe) {
+    // HSDP: sharded over dp_shard × cp, replicated over dp_replicate (the outer mesh dimension,
+    // so each shard group is consecutive DP×CP ranks).
+    parallel["fsdp_shard_group"] = d.shard * d.cp;
+  } else if (fsdp && d.replicate > 1) {
     warnings.push_back(
         "HSDP (data_parallel_replicate_degree " + str(d.replicate) +
         " × data_parallel_shard_degree " + str(d.shard) +
-        ") is not modelled: simulated as FSDP over all " + str(d.dp()) +
+        ") of an MoE model is not modelled: simulated as FSDP over all " + str(d.dp()) +
         " data-parallel ranks, so parameters, gradients and optimizer state are sharded 1/" +
         str(d.dp()) + " instead of 1/" + str(d.shard) +
         " (memory underestimated) and the all-gathers and reduce-scatters span " + str(d.dp()) +
@@ -308,7 +312,7 @@ void read_torchtitan_parallel(TorchTitanToml& toml, const TorchTitanDegrees& deg
   read_context_parallel(toml, degrees, parallel);
   read_pipeline(toml, degrees, model.layers, parallel, training, warnings);
   read_experts(toml, degrees, model.moe, parallel, warnings);
-  read_sharding(toml, degrees, parallel, overlap, warnings);
+  read_sharding(toml, degrees, model.moe, parallel, overlap, warnings);
   parallel["dp"] = degrees.dp();
 }
 

@@ -137,7 +137,16 @@ OpIndex DataParallelOps::reduce_bucket(std::size_t bucket, const std::vector<Gra
                        setting_.grad_bytes_per_param * b.params, group_of(b), OpCategory::kDp,
                        Streams::kDp, {ready});
   reductions_.push_back(op);
+  reduce_replicas(b, setting_.grad_bytes_per_param * b.params, op);
   return op;
+}
+
+void DataParallelOps::reduce_replicas(const Bucket& bucket, double bytes, OpIndex scatter) {
+  if (!setting_.replica_group || bucket.expert) return;
+  reductions_.push_back(emit_.collective("grad replica ar", CollectiveOp::kAllReduce,
+                                         bytes / static_cast<double>(setting_.shard_group_size),
+                                         *setting_.replica_group, OpCategory::kDp, Streams::kDp,
+                                         {scatter}));
 }
 
 void DataParallelOps::chunk_gradients_ready(std::int64_t chunk,

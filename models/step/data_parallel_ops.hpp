@@ -41,6 +41,12 @@
 // micro-batches: ZeRO-1 moves 4 bytes reduce-scattered + 2 gathered, ZeRO-3 m·(4 + 2 + 2) (the
 // ZeRO paper's 2Ψ vs 3Ψ elements at m = 1: Rajbhandari et al. 2020, §7; less the embedding's
 // backward gather).
+//
+// Hybrid sharding (parallel.fsdp_shard_group S): `group` is the shard group of S consecutive
+// DP×CP ranks, over which state is sharded, parameters gathered and gradients reduce-scattered;
+// every reduce-scatter of a dense bucket or unit is followed on stream kDp by an all-reduce of the
+// 1/S shard over the replica group (the dp·cp / S ranks holding that shard), per micro-batch under
+// ZeRO-3 as FSDP2's HSDP reduces by default, and the optimizer waits for those all-reduces.
 #pragma once
 
 #include <map>
@@ -71,6 +77,11 @@ struct DpSetting {
   // (optimizer_step_bytes_per_param, models/optimizer_precision.hpp).
   double optimizer_step_bytes_per_param = 30;
   std::int64_t optimizer_shards = 1;
+  // Hybrid sharding (parallel.fsdp_shard_group): `group` is the shard group, of
+  // `shard_group_size` ranks; each gradient reduce-scatter in it is followed by an all-reduce of
+  // the shard over the replica group (the same shard on the other shard groups).
+  std::optional<GroupIndex> replica_group;
+  std::int64_t shard_group_size = 1;
   // Tied embeddings with the embedding and the output layer on different stages, on either.
   std::optional<GroupIndex> embedding_group;
   double embedding_params = 0;
@@ -139,6 +150,9 @@ class DataParallelOps {
   bool reduces(const Bucket& bucket) const;
   GroupIndex group_of(const Bucket& bucket) const;
   OpIndex reduce_bucket(std::size_t bucket, const std::vector<GradReady>& grads);
+  // Hybrid sharding: the all-reduce over the replica group of the shard that `scatter`
+  // reduce-scattered from `bytes` of gradients (nothing for expert buckets or without it).
+  void reduce_replicas(const Bucket& bucket, double bytes, OpIndex scatter);
   OpIndex gather_bucket(std::size_t forward_position, const Deps& deps);
   void tag(const std::string& prefix);
   // The optimizer step of `shard` parameters after `before_step`: the fused GPU kernel, and the

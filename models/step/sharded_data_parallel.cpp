@@ -177,9 +177,11 @@ void DataParallelOps::reduce_scatter_units(std::int64_t microbatch,
     t.prefix = "dp";
     emit_.set_tag(std::move(t));
     const double bytes = setting_.grad_bytes_per_param * buckets_[b].params;
-    reductions_.push_back(emit_.collective(
+    const OpIndex scatter = emit_.collective(
         "unit " + std::to_string(b) + " grad rs", CollectiveOp::kReduceScatter, bytes,
-        group_of(buckets_[b]), OpCategory::kDp, Streams::kDp, {ready_of(b)}, true, 0.0, bytes));
+        group_of(buckets_[b]), OpCategory::kDp, Streams::kDp, {ready_of(b)}, true, 0.0, bytes);
+    reductions_.push_back(scatter);
+    reduce_replicas(buckets_[b], bytes, scatter);
   }
 }
 

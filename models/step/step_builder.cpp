@@ -26,7 +26,19 @@ namespace {
 // communicators (Megatron creates one process group per purpose), each with its own order of
 // collectives: with dp = 1 the DP×CP group has the CP group's members, and its gradient
 // all-reduces on the DP stream must not be matched against the CP ring's exchanges.
-enum class GroupPurpose { kTp, kCp, kCpA2a, kCpRing, kEp, kEtp, kTpEp, kDp, kEdp, kEmbedding };
+enum class GroupPurpose {
+  kTp,
+  kCp,
+  kCpA2a,
+  kCpRing,
+  kEp,
+  kEtp,
+  kTpEp,
+  kDp,
+  kDpReplica,
+  kEdp,
+  kEmbedding
+};
 
 // Real groups -> replay groups: each distinct real group (members and purpose) gets one index,
 // listing the simulated ranks among its members and every global rank of it.
@@ -117,6 +129,8 @@ struct StepInputs {
   RealGroups tp, dp_cp, embedding, cp, cp_a2a, cp_ring;
   RealGroups ep, etp, tp_ep, edp;  // MoE models only
   std::vector<std::optional<RankIndex>> simulated_of;
+  // Hybrid sharding: runs of dp_shards() consecutive DP×CP members, and every dp_shards()-th.
+  RealGroups dp_shard, dp_replica;
 };
 
 // The MoE grid's groups as RealGroups (empty for dense models).
@@ -259,7 +273,13 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
   DpSetting dp;
   dp.group_size = layout.dp_cp();
   dp.active = dp.group_size > 1;
-  if (dp.active) dp.group = table.index(in.dp_cp.of(rank), GroupPurpose::kDp);
+  if (layout.shard_group > 0) {
+    dp.group = table.index(in.dp_shard.of(rank), GroupPurpose::kDp);
+    dp.replica_group = table.index(in.dp_replica.of(rank), GroupPurpose::kDpReplica);
+    dp.shard_group_size = layout.dp_shards();
+  } else if (dp.active) {
+    dp.group = table.index(in.dp_cp.of(rank), GroupPurpose::kDp);
+  }
   dp.distributed_optimizer = training.distributed_optimizer;
   dp.sharding = layout.data_sharding;
   dp.decoder_layers = in.config.model.layers;
@@ -428,9 +448,10 @@ struct StageTemplate {
   double hardware_flops = 0;
 };
 
-// The renames that turn `built`'s program into `rank`'s (same class): its TP, CP, DP×CP and
-// embedding groups and its pipeline neighbours. Registers `rank`'s groups in the table in the
-// order build_rank would, so group indices do not depend on the sharing.
+// The renames that turn `built`'s program into `rank`'s (same class): its TP, CP, DP×CP (shard
+// and replica groups with hybrid sharding) and embedding groups and its pipeline neighbours.
+// Registers `rank`'s groups in the table in the order build_rank would, so group indices do not
+// depend on the sharing.
 OpBinding binding_between(const StepInputs& in, GroupTable& groups, std::int64_t built,
                           std::int64_t rank) {
   OpBinding binding;
@@ -451,6 +472,7 @@ OpBinding binding_between(const StepInputs& in, GroupTable& groups, std::int64_t
   const DpSetting dp_built = dp_setting(in, groups, built, stage);
   const DpSetting dp = dp_setting(in, groups, rank, stage);
   if (dp.active) binding.groups.emplace_back(dp_built.group, dp.group);
+  if (dp.replica_group) binding.groups.emplace_back(*dp_built.replica_group, *dp.replica_group);
   if (dp.expert_active) binding.groups.emplace_back(dp_built.expert_group, dp.expert_group);
   if (dp.embedding_group)
     binding.groups.emplace_back(*dp_built.embedding_group, *dp.embedding_group);
@@ -495,12 +517,19 @@ StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fi
       {},
       {},
       {},
-      std::vector<std::optional<RankIndex>>(static_cast<std::size_t>(world))};
+      std::vector<std::optional<RankIndex>>(static_cast<std::size_t>(world)),
+      {},
+      {}};
   ExpertRealGroups experts = expert_real_groups(config.layout, config.model, world);
   in.ep = std::move(experts.ep);
   in.etp = std::move(experts.etp);
   in.tp_ep = std::move(experts.tp_ep);
   in.edp = std::move(experts.edp);
+  if (config.layout.shard_group > 0) {
+    const RankGroups dp_cp = ranks.groups({Axis::dp, Axis::cp});
+    in.dp_shard = real_groups(cp_subgroups(dp_cp, config.layout.dp_shards(), false), world);
+    in.dp_replica = real_groups(cp_subgroups(dp_cp, config.layout.dp_shards(), true), world);
+  }
   StepProgram program;
   program.global_rank = simulated_ranks(config.layout, ranks, fidelity);
   for (std::size_t i = 0; i < program.global_rank.size(); ++i) {

@@ -105,6 +105,20 @@ TEST_CASE("symmetric agrees with full: tp1 pp4 dp32 on 128 GPUs (DP rings inside
                                 {{"global_batch", 128}, {"distributed_optimizer", true}}));
 }
 
+TEST_CASE("symmetric agrees with full: hybrid sharding, ZeRO-1 and ZeRO-3, shard groups of 8",
+          "[scenario][fidelity]") {
+  // tp1 pp2 dp32 on 64 GPUs: each shard group is one node's 8 DP ranks, the 4 replicas of a
+  // shard sit on 4 nodes; a 4:1 leaf makes the replica all-reduces contend.
+  for (const char* sharding : {"optimizer", "params"}) {
+    INFO(sharding);
+    check_agreement(
+        layout_config(64,
+                      {{"tp", 1}, {"pp", 2}, {"data_sharding", sharding}, {"fsdp_shard_group", 8}},
+                      {{"global_batch", 64}, {"distributed_optimizer", true}}),
+        4.0);
+  }
+}
+
 TEST_CASE("symmetric agrees with full: tp8 sp pp8 vpp2 dp8 on 512 GPUs, selective recompute",
           "[scenario][fidelity]") {
   check_agreement(layout_config(

@@ -114,7 +114,7 @@ TEST_CASE("export then import is the identity on variants that use every exporte
         "training.grad_reduce_dtype=bf16"}},
       {"llama3-8b-8gpu",
        {"training.optimizer.precision_aware=true", "training.offload.optimizer_fraction=0.25",
-        "training.offload.optimizer_overlap=true"}},
+        "training.offload.optimizer_overlap=true", "parallel.fsdp_shard_group=2"}},
   };
   for (const auto& [example, overrides] : variants) {
     INFO(example);
@@ -143,6 +143,7 @@ TEST_CASE("export then import is the identity on variants that use every exporte
     CHECK(back.training.optimizer.exp_avg_sq == config.training.optimizer.exp_avg_sq);
     CHECK(back.training.offload_optimizer_fraction == config.training.offload_optimizer_fraction);
     CHECK(back.training.offload_optimizer_overlap == config.training.offload_optimizer_overlap);
+    CHECK(back.layout.dp_shards() == config.layout.dp_shards());
   }
 }
 

@@ -411,6 +411,19 @@ TEST_CASE("Megatron-FSDP's sharding strategy and CPU offloading map to their run
                "have no effect without --optimizer-cpu-offload"));
 }
 
+TEST_CASE("distributed-optimizer instances import as hybrid sharding") {
+  // 4 GPUs, dp 4: two instances shard over groups of 2.
+  const RunConfig two = load(
+      import_text(kSmall + "--use-distributed-optimizer --num-distributed-optimizer-instances 2"));
+  CHECK(two.layout.dp_shards() == 2);
+  CHECK(two.layout.dp_replicas() == 2);
+  CHECK_THROWS_WITH(import_text(kSmall + "--num-distributed-optimizer-instances 2"),
+                    Contains("needs --use-distributed-optimizer"));
+  CHECK_THROWS_WITH(
+      import_text(kSmall + "--use-distributed-optimizer --num-distributed-optimizer-instances 3"),
+      Contains("must divide dp·cp = 4"));
+}
+
 TEST_CASE("a launch line that is not UTF-8 is rejected, not carried into the config") {
   CHECK_THROWS_WITH(
       import_text(kSmall + "--tokenizer-model caf\xE9.model"),

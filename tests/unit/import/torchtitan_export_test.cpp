@@ -58,6 +58,7 @@ TEST_CASE("export then import torchtitan is the identity on layouts TorchTitan c
        {"training.recompute=full", "parallel.data_sharding=none",
         "training.overlap.dp_param_gather=false"}},
       {"llama3-70b-1024gpu", {"parallel.data_sharding=params"}},
+      {"llama3-70b-1024gpu", {"parallel.data_sharding=params", "parallel.fsdp_shard_group=8"}},
       {"llama3-70b-64gpu-b200", {"parallel.data_sharding=grads"}},
       {"llama3-70b-64gpu-b200",
        {"parallel.data_sharding=params", "parallel.vpp=1", "training.schedule=1f1b"}},
@@ -89,6 +90,7 @@ TEST_CASE("export then import torchtitan is the identity on layouts TorchTitan c
     CHECK(back.layout.num_microbatches == config.layout.num_microbatches);
     CHECK(back.layout.schedule == config.layout.schedule);
     CHECK(back.layout.data_sharding == config.layout.data_sharding);
+    CHECK(back.layout.dp_shards() == config.layout.dp_shards());
     CHECK(back.layout.expert.ep == config.layout.expert.ep);
     CHECK(back.training.quantization == config.training.quantization);
     CHECK(back.training.grad_reduce_dtype == config.training.grad_reduce_dtype);

@@ -144,7 +144,7 @@ TEST_CASE("the batch is local_batch_size per data-parallel rank, or the global b
                "data-parallel degree = 2 × 8 = 16"));
 }
 
-TEST_CASE("FSDP2, DDP and HSDP map to data sharding, HSDP with a warning") {
+TEST_CASE("FSDP2, DDP and HSDP map to data sharding, HSDP with its shard group") {
   const RunConfig ddp = load(import_text(
       job("[parallelism]\ndata_parallel_replicate_degree = 8\ndata_parallel_shard_degree = 1\n")));
   CHECK(ddp.layout.data_sharding == DataSharding::kNone);
@@ -154,9 +154,10 @@ TEST_CASE("FSDP2, DDP and HSDP map to data sharding, HSDP with a warning") {
       job("[parallelism]\ndata_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 4\n"));
   CHECK(load(hsdp).layout.data_sharding == DataSharding::kParams);
   CHECK(load(hsdp).layout.sizes.dp == 8);
-  CHECK(warned(hsdp,
-               "HSDP (data_parallel_replicate_degree 2 × data_parallel_shard_degree 4) is "
-               "not modelled: simulated as FSDP over all 8 data-parallel ranks"));
+  // Sharded over the 4 ranks of dp_shard, replicated twice.
+  CHECK(load(hsdp).layout.dp_shards() == 4);
+  CHECK(load(hsdp).layout.dp_replicas() == 2);
+  CHECK_FALSE(warned(hsdp, "HSDP"));
   const MegatronImport never =
       import_text(job("[parallelism]\nfsdp_reshard_after_forward = \"never\"\n"));
   CHECK(load(never).layout.data_sharding == DataSharding::kGrads);
