@@ -107,6 +107,16 @@ std::vector<Candidate> candidates(const RunConfig& config, int compute_capabilit
   if (!training.offload_activations) {
     list.push_back({"offload.activations=true", {"training.offload.activations=true"}});
   }
+  // Megatron's hybrid CPU optimizer, all of it on the CPU: on clusters whose host bandwidth is
+  // known, with the precision-aware optimizer it needs.
+  if (training.distributed_optimizer && training.offload_optimizer_fraction == 0 &&
+      config.cluster.host_memory_GBps && config.layout.data_sharding == DataSharding::kOptimizer) {
+    std::vector<std::string> overrides{"training.offload.optimizer_fraction=1"};
+    if (!training.optimizer.precision_aware) {
+      overrides.push_back("training.optimizer.precision_aware=true");
+    }
+    list.push_back({"offload.optimizer_fraction=1", std::move(overrides)});
+  }
   if (const auto added = fine_grained_modules(config); !added.empty()) {
     std::vector<std::string> modules;
     if (training.recompute == Recompute::selective) modules = training.recompute_modules;

@@ -207,6 +207,13 @@ TEST_CASE("an MoE layout that does not fit is offered fine-grained recompute and
                                                    "\"layernorm\"]"});
   CHECK(fine.valid);
   CHECK(fine.peak_bytes < base.peak_bytes);
+  // The optimizer on the CPU (DGX H100 states its host bandwidth), with the precision-aware
+  // optimizer Megatron needs for it: the GPU keeps no optimizer state.
+  const FitCandidate cpu = find(hopper, "offload.optimizer_fraction=1");
+  CHECK(cpu.overrides == std::vector<std::string>{"training.offload.optimizer_fraction=1",
+                                                  "training.optimizer.precision_aware=true"});
+  CHECK(cpu.valid);
+  CHECK(cpu.peak_bytes < base.peak_bytes);
   const FitCandidate fp8 = find(hopper, "precision=fp8");
   CHECK(fp8.valid);
   CHECK(fp8.peak_bytes < base.peak_bytes);
