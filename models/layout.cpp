@@ -280,6 +280,13 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
   layout.data_sharding = choose_data_sharding(model, parallel, training, where);
   layout.shard_group = check_shard_group(model, parallel, layout, where);
   check_offload(model, training, schedule, where);
+  if (training.offload_optimizer_states > 0 && layout.data_sharding > DataSharding::kOptimizer) {
+    throw InputError(where, "training.offload.optimizer_states",
+                     nlohmann::json(training.offload_optimizer_states).dump(),
+                     "the chunked optimizer-state offload is modelled with the distributed "
+                     "optimizer (parallel.data_sharding \"optimizer\"), not with sharded "
+                     "gradients or parameters");
+  }
   if (training.offload_optimizer_fraction > 0 && layout.data_sharding > DataSharding::kOptimizer) {
     throw InputError(where, "training.offload.optimizer_fraction",
                      nlohmann::json(training.offload_optimizer_fraction).dump(),

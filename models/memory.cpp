@@ -277,8 +277,11 @@ double nccl_buffer_bytes(const Layout& layout, const MemoryAllowances& allowance
 void add_device_bytes(const ModelSpec& model, const Layout& layout, const TrainingSpec& training,
                       int compute_capability, StageMemory& m) {
   const MemoryAllowances& allowances = training.memory_allowances;
-  const double tracked = m.weights + m.grads + m.optimizer + m.activations + m.unit_buffers +
-                         m.wgrad_placeholders + m.grad_transients;
+  // The step's own peak (staged optimizer state) when it exceeds the activations' one.
+  const double tracked =
+      std::max(m.weights + m.grads + m.optimizer + m.activations + m.unit_buffers +
+                   m.wgrad_placeholders + m.grad_transients,
+               m.weights + m.grads + m.optimizer + m.wgrad_placeholders + m.optimizer_staging);
   m.workspaces = workspace_bytes(training, compute_capability);
   m.allocated = tracked + m.workspaces;
   AllocatorSettings settings;
@@ -315,9 +318,17 @@ StageMemory stage_memory(const ModelSpec& model, const Layout& layout, const Tra
   m.weights = per_param.weights * held(DataSharding::kParams);
   m.grads = per_param.grads * held(DataSharding::kGrads);
   const double offloaded = training.offload_optimizer_fraction;
-  m.optimizer = optimizer_state_bytes_per_param(training.optimizer) *
-                held(DataSharding::kOptimizer) * (1.0 - offloaded);
-  m.host_optimizer = kCpuOptimizerHostBytesPerParam * held(DataSharding::kOptimizer) * offloaded;
+  const double staged = training.offload_optimizer_states;
+  const double shard = held(DataSharding::kOptimizer);
+  m.optimizer =
+      optimizer_state_bytes_per_param(training.optimizer) * shard * (1.0 - offloaded - staged);
+  m.host_optimizer = kCpuOptimizerHostBytesPerParam * shard * offloaded +
+                     optimizer_state_bytes_per_param(training.optimizer) * shard * staged;
+  if (staged > 0) {
+    m.optimizer_staging =
+        state_staging(training.optimizer, shard * staged, training.offload_optimizer_state_chunk_mb)
+            .total();
+  }
   const StageActivations activations = stage_activations(model, layout, training, stage);
   m.activations = activations.bytes;
   m.grad_transients = activations.with_grad_transients - activations.bytes;
@@ -339,6 +350,18 @@ void add_notes(const ModelSpec& model, const Layout& layout, const TrainingSpec&
         "distributed optimizer state sharded over dp·cp = " + std::to_string(layout.dp_cp()) +
         " as Megatron shards it; Megatron's memory estimator divides by dp = " +
         std::to_string(layout.sizes.dp) + " only");
+  }
+  if (training.offload_optimizer_states > 0) {
+    double host = 0, staging = 0;
+    for (const StageMemory& stage : report.stages) {
+      host = std::max(host, stage.host_optimizer);
+      staging = std::max(staging, stage.optimizer_staging);
+    }
+    report.notes.push_back(
+        "optimizer: " +
+        std::to_string(static_cast<int>(training.offload_optimizer_states * 100 + 0.5)) +
+        "% of each shard's state kept in host memory between steps (up to " + format_bytes(host) +
+        " per GPU), staged back for the step through " + format_bytes(staging) + " of windows");
   }
   if (training.offload_optimizer_fraction > 0) {
     double host = 0;

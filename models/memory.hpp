@@ -86,8 +86,12 @@ struct StageMemory {
   double optimizer = 0;  // on the GPU: less the offloaded fraction (training.offload)
   // Host memory the CPU optimizer holds for this rank (training.offload.optimizer_fraction): fp32
   // master weight, gradient copy, exp_avg and exp_avg_sq of each offloaded parameter (16 bytes).
-  // Not part of the device's peak.
+  // Not part of the device's peak. With training.offload.optimizer_states also the staged state.
   double host_optimizer = 0;
+  // The chunked optimizer-state offload's windows at the step (master weights and moments staged
+  // back from the host; models/optimizer_offload.hpp): with the weights, gradients and resident
+  // state they set a peak of their own, after the activations are gone.
+  double optimizer_staging = 0;
   double activations = 0;
   double unit_buffers = 0;  // ZeRO-2/3: unsharded unit gradients and gathered unit parameters
   // Weight-gradient placeholders (models/wgrad_buffers.hpp): Transformer Engine's cached ones,

@@ -20,7 +20,21 @@
 // With it every parameter has a CPU optimizer of its own, the copies run on streams of their own
 // and the three stages pipeline, one parameter each (models/step/data_parallel_ops.hpp).
 // Sources and the bandwidth figures: docs/reference/optimizer_offload.md.
+//
+// Megatron-Core's chunked optimizer-state offload (--chunked-optimizer-state-offload, legacy
+// spelling --offload-optimizer-states; training.offload.optimizer_states; megatron/core/
+// optimizer/cpu_offloading/chunked_optimizer_state_offload.py) keeps the step on the GPU: the
+// selected fraction of the shard's master weights and Adam moments lives in pinned host memory
+// between steps. When the gradients are final the masters come back in one window and the
+// moments chunk by chunk through two staging windows (host-to-device of chunk n + 1, the fused
+// Adam step of chunk n and device-to-host of chunk n − 1 overlap), or all at once without a chunk
+// size; the resident part steps first. At the optimizer-to-forward boundary the masters (and,
+// without chunks, the moments) go back to the host on a copy stream while the next forward runs;
+// wallsim, which simulates one step, ends the step with that copy (at NVLink-C2C's 450 GB/s,
+// 13 ms for DeepSeek-V3's 5.8 GB of masters per GPU), so it counts it in full.
 #pragma once
+
+#include "models/optimizer_precision.hpp"
 
 namespace wallsim::models {
 
@@ -39,5 +53,16 @@ struct CpuOptimizerTimes {
 // bandwidth per direction; `host_memory_Bps`: this GPU's share of the host DRAM bandwidth.
 CpuOptimizerTimes cpu_optimizer_times(double params, double grad_bytes, double host_link_Bps,
                                       double host_memory_Bps);
+
+// The chunked state offload's GPU windows at the step, for `params` offloaded parameters of the
+// shard: the masters' whole window plus the moments, all of them (chunk_mb 0) or two chunks.
+struct StateStaging {
+  double master_bytes = 0;  // the masters' window
+  double moment_bytes = 0;  // every offloaded moment
+  double window_bytes = 0;  // the moments on the GPU at once
+  double chunk_bytes = 0;   // one chunk (moment_bytes without chunks)
+  double total() const { return master_bytes + window_bytes; }
+};
+StateStaging state_staging(const OptimizerPrecision& precision, double params, double chunk_mb);
 
 }  // namespace wallsim::models

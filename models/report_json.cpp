@@ -38,6 +38,7 @@ nlohmann::json stage_json(const StageMemory& s) {
                         {"output_layer", s.output_layer},
                         {"layers", layers_json(s.layers)}};
   if (s.host_optimizer > 0) out["host_optimizer"] = s.host_optimizer;
+  if (s.optimizer_staging > 0) out["optimizer_staging"] = s.optimizer_staging;
   return out;
 }
 

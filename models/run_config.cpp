@@ -112,6 +112,19 @@ void check_precision_aware_optimizer(const JsonNode& training, const RunConfig& 
 // Megatron asserts --use-precision-aware-optimizer with --optimizer-cpu-offload; the CPU's step
 // is timed from the host's DRAM bandwidth, which the cluster must state.
 void check_cpu_optimizer(const JsonNode& training, const RunConfig& config) {
+  if (config.training.offload_optimizer_states > 0) {
+    const JsonNode states = JsonObject(JsonObject(training).at("offload")).at("optimizer_states");
+    if (!config.training.distributed_optimizer) {
+      states.fail(
+          "stages the distributed optimizer's shards: it needs training.distributed_optimizer "
+          "true, as Megatron's chunked optimizer-state offload does");
+    }
+    if (config.training.cuda_graphs == CudaGraphs::kFullIteration) {
+      states.fail(
+          "cannot be captured: Megatron refuses full-iteration CUDA graphs with the chunked "
+          "optimizer-state offload");
+    }
+  }
   if (config.training.offload_optimizer_fraction == 0) return;
   const JsonNode fraction = JsonObject(JsonObject(training).at("offload")).at("optimizer_fraction");
   if (!config.training.optimizer.precision_aware) {

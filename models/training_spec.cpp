@@ -104,7 +104,8 @@ const char* to_string(Recompute recompute) {
 namespace {
 
 // `training.offload`: {"activations": bool | [module names], "layers": N,
-// "optimizer_fraction": 0..1, "optimizer_overlap": bool}.
+// "optimizer_fraction": 0..1, "optimizer_overlap": bool, "optimizer_states": 0..1,
+// "optimizer_state_chunk_mb": MiB}.
 void parse_offload(const JsonNode& node, TrainingSpec& t) {
   JsonObject object(node);
   if (auto value = object.find("activations")) {
@@ -150,6 +151,22 @@ void parse_offload(const JsonNode& node, TrainingSpec& t) {
           "overlaps the copies of an offloaded optimizer: it needs "
           "training.offload.optimizer_fraction > 0");
     }
+  }
+  t.offload_optimizer_states = object.number_or("optimizer_states", 0.0, 0.0, 1.0);
+  if (auto chunk = object.find("optimizer_state_chunk_mb")) {
+    if (t.offload_optimizer_states == 0) {
+      chunk->fail(
+          "sizes the staging of offloaded optimizer state: it needs "
+          "training.offload.optimizer_states > 0");
+    }
+    t.offload_optimizer_state_chunk_mb = chunk->as_number(0);
+  }
+  if (t.offload_optimizer_states > 0 && t.offload_optimizer_fraction > 0) {
+    object.at("optimizer_states")
+        .fail(
+            "and optimizer_fraction exclude each other (Megatron asserts "
+            "--chunked-optimizer-state-offload and --optimizer-cpu-offload are mutually "
+            "exclusive: one steps on the GPU, the other on the CPU)");
   }
   object.finish();
 }

@@ -112,6 +112,16 @@ struct TrainingSpec {
   // CPU steps and parameter copies pipeline per parameter on streams of their own; off (Megatron's
   // default) they run one after the other on the compute stream.
   bool offload_optimizer_overlap = false;
+  // training.offload.optimizer_states: Megatron-Core's chunked optimizer-state offload
+  // (--chunked-optimizer-state-offload, legacy --offload-optimizer-states;
+  // --optimizer-state-offload-fraction F): this fraction of the shard's optimizer state (master
+  // weights and moments) lives in host memory between steps and is staged back for the GPU's
+  // step (models/optimizer_offload.hpp). 0: resident.
+  double offload_optimizer_states = 0;
+  // training.offload.optimizer_state_chunk_mb (--optimizer-state-offload-chunk-size-mb): the
+  // moments come back in chunks of this many MiB through two staging windows; 0 (Megatron's
+  // default) brings them back all at once.
+  double offload_optimizer_state_chunk_mb = 0;
 
   // Whether decoder layer `index` of a chunk of `count` layers (0-based, in forward order) is
   // offloaded.

@@ -283,6 +283,14 @@ void add_training(const RunConfig& c, Options& out, std::vector<std::string>& no
     out.add("--optimizer-offload-fraction", {number(t.offload_optimizer_fraction)});
     if (t.offload_optimizer_overlap) out.add("--overlap-cpu-optimizer-d2h-h2d");
   }
+  if (t.offload_optimizer_states > 0) {
+    out.add("--chunked-optimizer-state-offload");
+    out.add("--optimizer-state-offload-fraction", {number(t.offload_optimizer_states)});
+    if (t.offload_optimizer_state_chunk_mb > 0) {
+      out.add("--optimizer-state-offload-chunk-size-mb",
+              {number(t.offload_optimizer_state_chunk_mb)});
+    }
+  }
   if (t.overlap.dp_grad_reduce) out.add("--overlap-grad-reduce");
   if (t.overlap.dp_param_gather) out.add("--overlap-param-gather");
   // TP overlap needs sequence parallelism in Megatron; at tp 1 there is no TP traffic to hide.

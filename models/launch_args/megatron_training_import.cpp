@@ -372,6 +372,29 @@ void read_optimizer_offload(MegatronArgs& args, json& training, std::vector<std:
   if (overlap) training["offload"]["optimizer_overlap"] = true;
 }
 
+// --chunked-optimizer-state-offload (or its legacy spelling --offload-optimizer-states) with
+// --optimizer-state-offload-fraction (default 1.0) and --optimizer-state-offload-chunk-size-mb
+// (default 0: all at once): training.offload.optimizer_states, optimizer_state_chunk_mb.
+void read_optimizer_state_offload(MegatronArgs& args, json& training,
+                                  std::vector<std::string>& notes) {
+  const bool chunked = args.enabled("--chunked-optimizer-state-offload");
+  const bool legacy = args.enabled("--offload-optimizer-states");
+  const auto fraction = args.number("--optimizer-state-offload-fraction", 0, 1);
+  const auto chunk = args.number("--optimizer-state-offload-chunk-size-mb", 0, 1e12);
+  if (!chunked && !legacy) {
+    if (fraction || chunk) {
+      notes.push_back(
+          "--optimizer-state-offload-fraction and --optimizer-state-offload-chunk-size-mb have "
+          "no effect without --chunked-optimizer-state-offload");
+    }
+    return;
+  }
+  const double share = fraction.value_or(1.0);
+  if (share == 0) return;
+  training["offload"]["optimizer_states"] = share;
+  if (chunk && *chunk > 0) training["offload"]["optimizer_state_chunk_mb"] = *chunk;
+}
+
 // --use-precision-aware-optimizer and its dtypes (choices as in Megatron-LM's arguments.py);
 // --main-grads-dtype bf16 leaves Megatron's accumulate_allreduce_grads_in_fp32 off, so the
 // gradient buffer is bf16 as with --grad-reduce-in-bf16.
@@ -422,6 +445,7 @@ json read_training(MegatronArgs& args, std::int64_t dp, std::int64_t layers_per_
   read_kernels(args, training, notes);
   read_offload(args, layers_per_chunk, training, notes);
   read_optimizer_offload(args, training, notes);
+  read_optimizer_state_offload(args, training, notes);
   return training;
 }
 

@@ -1,6 +1,7 @@
 #include "models/step/data_parallel_ops.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -207,6 +208,7 @@ Deps DataParallelOps::optimizer_step(double shard, const Deps& before_step) {
                               setting_.optimizer_step_bytes_per_param * shard * (1 - fraction),
                               deps, OpCategory::kOptimizer);
   };
+  if (setting_.staged_state_fraction > 0) return staged_optimizer_step(shard, before_step);
   if (fraction == 0) return {gpu_step(before_step)};
   const double grad_bytes = setting_.grad_bytes_per_param;
   if (!setting_.cpu_optimizer_overlap) {
@@ -219,7 +221,7 @@ Deps DataParallelOps::optimizer_step(double shard, const Deps& before_step) {
                                         Time::from_seconds(t.gradients_to_host_s),
                                         Streams::kCompute, 0, 0, before_step);
     const OpIndex cpu = emit_.host_copy("cpu adam", 0, Time::from_seconds(t.cpu_step_s),
-                                        Streams::kCpuOptimizer, 0, 0, {out});
+                                        Streams::kOptimizerOffload, 0, 0, {out});
     Deps after = {cpu};
     if (fraction < 1) after.push_back(gpu_step({out}));
     return {emit_.host_copy("parameters to device", params * kCpuOptimizerParamCopyBytes,
@@ -245,12 +247,59 @@ Deps DataParallelOps::optimizer_step(double shard, const Deps& before_step) {
                                         Time::from_seconds(t.gradients_to_host_s),
                                         Streams::kOffloadOut, 0, 0, gradients_final);
     const OpIndex cpu = emit_.host_copy("cpu adam", 0, Time::from_seconds(t.cpu_step_s),
-                                        Streams::kCpuOptimizer, 0, 0, {out});
+                                        Streams::kOptimizerOffload, 0, 0, {out});
     last =
         emit_.host_copy("parameters to device", params * kCpuOptimizerParamCopyBytes,
                         Time::from_seconds(t.params_to_device_s), Streams::kOffloadIn, 0, 0, {cpu});
   }
   stepped.push_back(*last);
+  return stepped;
+}
+
+Deps DataParallelOps::staged_optimizer_step(double shard, const Deps& before_step) {
+  const double fraction = setting_.staged_state_fraction;
+  const double staged = shard * fraction;
+  const StateStaging s = state_staging(setting_.precision, staged, setting_.state_chunk_mb);
+  const auto copy_time = [&](double bytes) {
+    return Time::from_seconds(bytes / setting_.host_link_Bps);
+  };
+  // The resident state steps first while the staged state comes back.
+  Deps stepped;
+  if (fraction < 1) {
+    stepped.push_back(emit_.memory_bound("step",
+                                         setting_.optimizer_step_bytes_per_param * (shard - staged),
+                                         before_step, OpCategory::kOptimizer));
+  }
+  Deps gradients_final = before_step;
+  if (const auto last = emit_.last_compute()) gradients_final.push_back(*last);
+  emit_.host_copy("optimizer masters to device", s.master_bytes, copy_time(s.master_bytes),
+                  Streams::kOffloadIn, s.master_bytes, 0, gradients_final);
+  // Moments by chunk through two windows: chunk k's copy in waits for chunk k − 2's copy out.
+  const auto chunks = static_cast<std::size_t>(std::ceil(s.moment_bytes / s.chunk_bytes - 1e-9));
+  const double chunk_params = staged / static_cast<double>(chunks);
+  const double chunk_bytes = s.moment_bytes / static_cast<double>(chunks);
+  std::vector<OpIndex> out;
+  for (std::size_t k = 0; k < chunks; ++k) {
+    Deps in_deps = gradients_final;
+    if (k >= 2) in_deps.push_back(out[k - 2]);
+    const OpIndex in =
+        emit_.host_copy("optimizer state to device", chunk_bytes, copy_time(chunk_bytes),
+                        Streams::kOffloadIn, chunk_bytes, 0, in_deps);
+    const OpIndex step =
+        emit_.memory_bound("step", setting_.optimizer_step_bytes_per_param * chunk_params, {in},
+                           OpCategory::kOptimizer);
+    stepped.push_back(step);
+    if (setting_.state_chunk_mb > 0) {
+      out.push_back(emit_.host_copy("optimizer state to host", chunk_bytes, copy_time(chunk_bytes),
+                                    Streams::kOffloadOut, 0, chunk_bytes, {step}));
+    }
+  }
+  // The masters, and without chunks the moments, go back to the host at the optimizer-to-forward
+  // boundary. Megatron overlaps that copy with the next step's first forward; the simulated step
+  // ends with it.
+  const double returned = s.master_bytes + (setting_.state_chunk_mb > 0 ? 0.0 : s.moment_bytes);
+  emit_.host_copy("optimizer state to host", returned, copy_time(returned),
+                  Streams::kOptimizerOffload, 0, returned, stepped);
   return stepped;
 }
 

@@ -54,6 +54,7 @@
 #include <utility>
 #include <vector>
 
+#include "models/optimizer_precision.hpp"
 #include "models/parallel_spec.hpp"
 #include "models/step/op_emitter.hpp"
 #include "models/step/step_context.hpp"
@@ -98,6 +99,11 @@ struct DpSetting {
   bool cpu_optimizer_overlap = false;
   double host_link_Bps = 0;
   double host_memory_Bps = 0;
+  // training.offload.optimizer_states: the share of the shard's state staged from the host for
+  // the GPU's step, in chunks of `state_chunk_mb` MiB (0: all at once), in `precision`'s dtypes.
+  double staged_state_fraction = 0;
+  double state_chunk_mb = 0;
+  OptimizerPrecision precision;
 };
 
 // The bucket size Megatron picks: max(40M, 1M·|DP×CP|) parameters.
@@ -159,6 +165,8 @@ class DataParallelOps {
   // CPU's part with its copies when the optimizer is offloaded. Returns what the parameter
   // all-gather waits for.
   Deps optimizer_step(double shard, const Deps& before_step);
+  // The same with the chunked optimizer-state offload (models/optimizer_offload.hpp).
+  Deps staged_optimizer_step(double shard, const Deps& before_step);
   bool shards_grads() const { return setting_.sharding >= DataSharding::kGrads; }
   bool shards_params() const { return setting_.sharding == DataSharding::kParams; }
   // The FSDP unit a parameter unit belongs to (MTP layers go with the output layer).

@@ -297,6 +297,10 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
     if (dp.expert_active) dp.expert_group = table.index(in.edp.of(rank), GroupPurpose::kEdp);
     dp.expert_optimizer_shards = training.distributed_optimizer ? layout.expert.edp : 1;
   }
+  dp.staged_state_fraction = training.offload_optimizer_states;
+  dp.state_chunk_mb = training.offload_optimizer_state_chunk_mb;
+  dp.precision = training.optimizer;
+  if (dp.staged_state_fraction > 0) dp.host_link_Bps = in.config.cluster.host_link_GBps * 1e9;
   dp.cpu_optimizer_fraction = training.offload_optimizer_fraction;
   if (dp.cpu_optimizer_fraction > 0) {
     const auto& cluster = in.config.cluster;

@@ -31,10 +31,11 @@ struct Streams {
   static constexpr StreamIndex kPpRecvBackward = 6;
   static constexpr StreamIndex kCp = 7;
   static constexpr StreamIndex kEp = 8;
-  static constexpr StreamIndex kDpGather = 9;       // ZeRO-3's parameter all-gathers
-  static constexpr StreamIndex kOffloadOut = 10;    // activations copied to host memory
-  static constexpr StreamIndex kOffloadIn = 11;     // and back
-  static constexpr StreamIndex kCpuOptimizer = 12;  // the CPU's Adam step (training.offload)
+  static constexpr StreamIndex kDpGather = 9;     // ZeRO-3's parameter all-gathers
+  static constexpr StreamIndex kOffloadOut = 10;  // activations copied to host memory
+  static constexpr StreamIndex kOffloadIn = 11;   // and back
+  // Optimizer offload (training.offload): the CPU's Adam steps, or the staged state's return.
+  static constexpr StreamIndex kOptimizerOffload = 12;
 };
 
 // Every stream with its name in traces and reports, by index.
@@ -55,7 +56,7 @@ inline constexpr std::array<StreamInfo, 13> kStreams{{
     {Streams::kDpGather, "dp gather"},
     {Streams::kOffloadOut, "offload d2h"},
     {Streams::kOffloadIn, "offload h2d"},
-    {Streams::kCpuOptimizer, "cpu optimizer"},
+    {Streams::kOptimizerOffload, "optimizer offload"},
 }};
 static_assert([] {
   for (std::size_t i = 0; i < kStreams.size(); ++i) {

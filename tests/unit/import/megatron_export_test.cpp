@@ -115,6 +115,9 @@ TEST_CASE("export then import is the identity on variants that use every exporte
       {"llama3-8b-8gpu",
        {"training.optimizer.precision_aware=true", "training.offload.optimizer_fraction=0.25",
         "training.offload.optimizer_overlap=true", "parallel.fsdp_shard_group=2"}},
+      {"llama3-8b-8gpu",
+       {"training.optimizer.precision_aware=true", "training.offload.optimizer_states=0.75",
+        "training.offload.optimizer_state_chunk_mb=256"}},
   };
   for (const auto& [example, overrides] : variants) {
     INFO(example);
@@ -144,6 +147,9 @@ TEST_CASE("export then import is the identity on variants that use every exporte
     CHECK(back.training.offload_optimizer_fraction == config.training.offload_optimizer_fraction);
     CHECK(back.training.offload_optimizer_overlap == config.training.offload_optimizer_overlap);
     CHECK(back.layout.dp_shards() == config.layout.dp_shards());
+    CHECK(back.training.offload_optimizer_states == config.training.offload_optimizer_states);
+    CHECK(back.training.offload_optimizer_state_chunk_mb ==
+          config.training.offload_optimizer_state_chunk_mb);
   }
 }
 

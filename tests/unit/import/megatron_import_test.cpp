@@ -409,6 +409,12 @@ TEST_CASE("Megatron-FSDP's sharding strategy and CPU offloading map to their run
   CHECK(part.training.offload_optimizer_overlap);
   CHECK(warned(import_text(kSmall + "--overlap-cpu-optimizer-d2h-h2d"),
                "have no effect without --optimizer-cpu-offload"));
+  // The chunked state offload, under its legacy spelling too (fraction 1.0 by default).
+  const RunConfig states =
+      load(import_text(kSmall + "--use-distributed-optimizer --offload-optimizer-states "
+                                "--optimizer-state-offload-chunk-size-mb 256"));
+  CHECK(states.training.offload_optimizer_states == 1.0);
+  CHECK(states.training.offload_optimizer_state_chunk_mb == 256);
 }
 
 TEST_CASE("distributed-optimizer instances import as hybrid sharding") {

@@ -87,7 +87,7 @@ TEST_CASE("the CPU optimizer copies gradients out, steps on the CPU and copies p
   // Without overlap the copies run on the compute stream, the CPU step on its own.
   CHECK(g.op(out[0]).stream == Streams::kCompute);
   CHECK(g.op(back[0]).stream == Streams::kCompute);
-  CHECK(g.op(cpu[0]).stream == Streams::kCpuOptimizer);
+  CHECK(g.op(cpu[0]).stream == Streams::kOptimizerOffload);
   CHECK(depends_on(g, cpu[0], out[0]));
   CHECK(depends_on(g, back[0], cpu[0]));
   // The GPU steps the other half: its fused kernel streams half the bytes.
@@ -126,7 +126,7 @@ TEST_CASE("with the copies overlapped the CPU optimizer pipelines one piece per 
   CHECK(select(g, [&](const Op& op) { return is(op, OpCategory::kOptimizer); }).empty());
   for (std::size_t k = 0; k < out.size(); ++k) {
     CHECK(g.op(out[k]).stream == Streams::kOffloadOut);
-    CHECK(g.op(cpu[k]).stream == Streams::kCpuOptimizer);
+    CHECK(g.op(cpu[k]).stream == Streams::kOptimizerOffload);
     CHECK(g.op(back[k]).stream == Streams::kOffloadIn);
     CHECK(depends_on(g, cpu[k], out[k]));
     CHECK(depends_on(g, back[k], cpu[k]));
@@ -166,4 +166,75 @@ TEST_CASE("the CPU optimizer is refused where it is not modelled or Megatron ref
   doc["parallel"]["data_sharding"] = "params";
   doc["training"].erase("distributed_optimizer");
   CHECK_THROWS_WITH(config_from(doc), Catch::Contains("not with sharded"));
+}
+
+TEST_CASE("the chunked state offload stages masters and moments back for the GPU's step",
+          "[models][step][offload]") {
+  // Precision-aware state: 2-byte master remainders and fp32 moments (8 bytes) per parameter.
+  json doc = offload_config(0);
+  doc["training"]["offload"] = {{"optimizer_states", 1.0}, {"optimizer_state_chunk_mb", 16}};
+  const StepProgram program = build(doc);
+  const OpGraph& g = program.graphs[0];
+  const double link = 64e9;  // DGX H100's PCIe Gen5 x16 per direction
+  const auto masters = labelled(g, "optimizer masters to device");
+  REQUIRE(masters.size() == 1);
+  CHECK(g.op(masters[0]).bytes == Approx(2 * kShard));
+  CHECK(g.op(masters[0]).duration.seconds() == Approx(2 * kShard / link).epsilon(1e-6));
+  // 8 · 20,776,192 bytes of moments in chunks of at most 16 MiB: ceil(166.2 MB / 16.8 MB) = 10.
+  const auto in = labelled(g, "optimizer state to device");
+  const auto out = select(g, [&](const Op& op) {
+    return label_has(g, op, "optimizer state to host") && op.stream == Streams::kOffloadOut;
+  });
+  REQUIRE(in.size() == 10);
+  REQUIRE(out.size() == 10);
+  CHECK(total_bytes(g, in) == Approx(8 * kShard));
+  // Two staging windows: chunk k comes in only after chunk k − 2 went out.
+  for (std::size_t k = 2; k < in.size(); ++k) CHECK(depends_on(g, in[k], out[k - 2]));
+  // One fused step per chunk, together the whole shard's bytes.
+  const auto steps = select(g, [&](const Op& op) { return is(op, OpCategory::kOptimizer); });
+  CHECK(steps.size() == 10);
+  const StepProgram plain = build(offload_config(0));
+  const auto plain_step =
+      select(plain.graphs[0], [&](const Op& op) { return is(op, OpCategory::kOptimizer); });
+  REQUIRE(plain_step.size() == 1);
+  CHECK(total_bytes(g, steps) == Approx(plain.graphs[0].op(plain_step[0]).bytes));
+  // The masters return at the end, freeing their window.
+  const auto back = select(g, [&](const Op& op) {
+    return label_has(g, op, "optimizer state to host") && op.stream == Streams::kOptimizerOffload;
+  });
+  REQUIRE(back.size() == 1);
+  CHECK(g.op(back[0]).bytes == Approx(2 * kShard));
+  CHECK(g.op(back[0]).free_bytes == Approx(2 * kShard));
+}
+
+TEST_CASE("staged optimizer state leaves the GPU between steps and sets a peak of its own",
+          "[models][memory][offload]") {
+  const auto stage = [](const json& doc) {
+    const RunConfig c = config_from(doc);
+    return memory_report(c.model, c.layout, c.training, 80e9).stages[0];
+  };
+  const StageMemory plain = stage(offload_config(0));
+  json doc = offload_config(0);
+  doc["training"]["offload"] = {{"optimizer_states", 0.5}};
+  const StageMemory half = stage(doc);
+  CHECK(half.optimizer == Approx(0.5 * plain.optimizer));
+  // Host copies in their own dtypes: 10 bytes per parameter of the offloaded half.
+  CHECK(half.host_optimizer == Approx(10 * 0.5 * kShard));
+  // Without chunks the whole offloaded state comes back for the step.
+  CHECK(half.optimizer_staging == Approx(10 * 0.5 * kShard));
+  doc["training"]["offload"]["optimizer_state_chunk_mb"] = 16;
+  // Masters' window (2 bytes each) and two 16 MiB windows of moments.
+  CHECK(stage(doc).optimizer_staging == Approx(2 * 0.5 * kShard + 2 * 16 * 1024 * 1024.0));
+}
+
+TEST_CASE("the chunked state offload is refused where Megatron refuses it", "[models][offload]") {
+  json doc = offload_config(0);
+  doc["training"]["offload"] = {{"optimizer_states", 1.0}, {"optimizer_fraction", 0.5}};
+  CHECK_THROWS_WITH(config_from(doc), Catch::Contains("exclude each other"));
+  doc["training"]["offload"] = {{"optimizer_state_chunk_mb", 64}};
+  CHECK_THROWS_WITH(config_from(doc), Catch::Contains("optimizer_states > 0"));
+  doc["training"]["offload"] = {{"optimizer_states", 1.0}};
+  doc["training"]["distributed_optimizer"] = false;
+  doc["training"].erase("optimizer");
+  CHECK_THROWS_WITH(config_from(doc), Catch::Contains("needs training.distributed_optimizer"));
 }
