@@ -107,6 +107,16 @@ std::vector<Candidate> candidates(const RunConfig& config, int compute_capabilit
   if (!training.offload_activations) {
     list.push_back({"offload.activations=true", {"training.offload.activations=true"}});
   }
+  // Megatron's chunked optimizer-state offload: the state on the host between steps, staged back
+  // for the GPU's step in 256 MiB chunks.
+  if (training.distributed_optimizer && training.offload_optimizer_states == 0 &&
+      training.offload_optimizer_fraction == 0 &&
+      config.layout.data_sharding == DataSharding::kOptimizer &&
+      training.cuda_graphs != CudaGraphs::kFullIteration) {
+    list.push_back(
+        {"offload.optimizer_states=1",
+         {"training.offload.optimizer_states=1", "training.offload.optimizer_state_chunk_mb=256"}});
+  }
   // Megatron's hybrid CPU optimizer, all of it on the CPU: on clusters whose host bandwidth is
   // known, with the precision-aware optimizer it needs.
   if (training.distributed_optimizer && training.offload_optimizer_fraction == 0 &&

@@ -214,6 +214,10 @@ TEST_CASE("an MoE layout that does not fit is offered fine-grained recompute and
                                                   "training.optimizer.precision_aware=true"});
   CHECK(cpu.valid);
   CHECK(cpu.peak_bytes < base.peak_bytes);
+  // The state on the host between steps, the step on the GPU: only the staging windows remain.
+  const FitCandidate states = find(hopper, "offload.optimizer_states=1");
+  CHECK(states.valid);
+  CHECK(states.peak_bytes < base.peak_bytes);
   const FitCandidate fp8 = find(hopper, "precision=fp8");
   CHECK(fp8.valid);
   CHECK(fp8.peak_bytes < base.peak_bytes);
