@@ -288,6 +288,15 @@ double layer_offload_bytes(const ModelSpec& m, const ActivationSetting& s, std::
   return bytes;
 }
 
+double layer_input_bytes(const ModelSpec& m, const ActivationSetting& s) {
+  return tokens(s) / replicated_divisor(s) * 2 * d(m.hidden);
+}
+
+double attention_part_bytes(const ModelSpec& m, const ActivationSetting& s, std::int64_t layer) {
+  return layer_offload_bytes(m, without_recompute(s), layer,
+                             {"attn_norm", "qkv_linear", "core_attn", "attn_proj"});
+}
+
 double embedding_activation_bytes(const ModelSpec& m, const ActivationSetting& s) {
   return tokens(s) * (8.0 + dropout_mask(m) / replicated_divisor(s));
 }

@@ -130,6 +130,15 @@ double layer_recompute_transient_bytes(const ModelSpec& model, const ActivationS
 double layer_offload_bytes(const ModelSpec& model, const ActivationSetting& setting,
                            std::int64_t layer, const std::vector<std::string>& modules);
 
+// The hidden state entering a decoder layer, per micro-batch: 2h bytes (bf16) per token of the
+// rank's sequence shard, ÷t with sequence parallelism.
+double layer_input_bytes(const ModelSpec& model, const ActivationSetting& setting);
+
+// What the attention half of layer `layer` (attn_norm, qkv_linear, core_attn and attn_proj of
+// layer_offload_bytes) saves for one micro-batch when nothing is recomputed.
+double attention_part_bytes(const ModelSpec& model, const ActivationSetting& setting,
+                            std::int64_t layer);
+
 // First stage, per micro-batch: token ids (8 bytes each) and the embedding-dropout mask.
 double embedding_activation_bytes(const ModelSpec& model, const ActivationSetting& setting);
 

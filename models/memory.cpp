@@ -273,15 +273,91 @@ double nccl_buffer_bytes(const Layout& layout, const MemoryAllowances& allowance
   return bytes;
 }
 
+// Layers whose forward has run and whose backward (B) has not, for all micro-batches and chunks
+// together, at the most: chunk c's forward adds its layers, its backward takes them away.
+double peak_layers_in_flight(const std::vector<ScheduleItem>& order,
+                             const std::vector<ChunkLayers>& chunks) {
+  double held = 0;
+  double peak = 0;
+  for (const auto& item : order) {
+    const double layers = d(chunks[static_cast<std::size_t>(item.chunk)].count);
+    if (item.forward()) peak = std::max(peak, held += layers);
+    if (item.pass == Pass::kBackward) held -= layers;
+  }
+  return peak;
+}
+
+// Whether per-layer graphs capture all of decoder layer `layer`: a dense layer, or an MoE layer
+// whose capacity factor fixes its shapes. A dropless MoE layer runs its dispatcher and experts
+// eagerly; its attention and router are captured (Megatron-Core's attn and moe_router scopes).
+bool captured_whole(const ModelSpec& model, std::int64_t layer) {
+  return !model.is_moe_layer(layer) || model.moe->capacity_factor.has_value();
+}
+
+struct GraphBytes {
+  double reserved = 0;            // static inputs and the pool's working set
+  double pooled_activations = 0;  // the captured share of the activations' peak
+};
+
+// What CUDA graphs hold beyond eager execution (docs/reference/cuda_graphs.md has the sources).
+// Captures share one private memory pool in the order they run (Transformer Engine's
+// make_graphed_callables, Megatron-Core's TECudaGraphHelper), so saved activations take what
+// eager execution takes, but
+//   * every captured layer in flight has a static input (PP = 1: one per layer, its graph
+//     replayed for each micro-batch; PP > 1: one per layer and micro-batch between forward and
+//     backward, buffers of one shape reused across layers and chunks once their backward has run,
+//     Megatron-Core's consumed_sample_queue) holding a copy of a tensor alive beside it: the
+//     previous graph's output, which the pool keeps until that graph's backward, or the received
+//     pipeline input kept for its gradient; dropless, the router's input beside the normed
+//     hidden state the experts save. One hidden state (layer_input_bytes) per layer and slot;
+//   * the pool keeps its own working set, which eager kernels cannot use: one captured region's
+//     activations for a micro-batch (the whole layer, or a dropless MoE layer's attention half);
+//   * the pool stays reserved through the optimizer step, so memory the step allocates (the
+//     staged optimizer state) cannot reuse the captured activations.
+// full_iteration captures the forward-backward as one graph whose only static inputs are the
+// batch: its pool holds what eager execution holds at its peak, and the step that follows
+// allocates nothing large (Megatron refuses it with the staged optimizer state), so nothing.
+GraphBytes cuda_graph_bytes(const ModelSpec& model, const Layout& layout,
+                            const TrainingSpec& training, std::int64_t stage, double activations) {
+  GraphBytes g;
+  if (training.cuda_graphs != CudaGraphs::kPerLayer) return g;
+  const ActivationSetting setting = stage_setting(layout, training);
+  const auto& chunks = layers_of(layout, stage).chunks;
+  g.reserved =
+      peak_layers_in_flight(layout.schedule->order(layout.pipeline_shape(), stage), chunks) *
+      layer_input_bytes(model, setting);
+  double working_set = 0;
+  double captured = 0;
+  double kept = 0;
+  for (const ChunkLayers& chunk : chunks) {
+    for (std::int64_t layer = chunk.first_layer; layer < chunk.first_layer + chunk.count; ++layer) {
+      const bool whole = captured_whole(model, layer);
+      working_set =
+          std::max(working_set, whole ? layer_recompute_transient_bytes(model, setting, layer)
+                                      : attention_part_bytes(model, setting, layer));
+      const double layer_kept = layer_activation_bytes(model, setting, layer);
+      kept += layer_kept;
+      captured += whole ? layer_kept
+                        : std::min(layer_kept, layer_offload_bytes(model, setting, layer,
+                                                                   {"attn_norm", "qkv_linear",
+                                                                    "core_attn", "attn_proj"}));
+    }
+  }
+  g.reserved += working_set;
+  g.pooled_activations = kept > 0 ? activations * captured / kept : 0.0;
+  return g;
+}
+
 // Allocated, reserved and device bytes on top of the tracked ones (memory.hpp).
 void add_device_bytes(const ModelSpec& model, const Layout& layout, const TrainingSpec& training,
                       int compute_capability, StageMemory& m) {
   const MemoryAllowances& allowances = training.memory_allowances;
   // The step's own peak (staged optimizer state) when it exceeds the activations' one.
-  const double tracked =
-      std::max(m.weights + m.grads + m.optimizer + m.activations + m.unit_buffers +
-                   m.wgrad_placeholders + m.grad_transients,
-               m.weights + m.grads + m.optimizer + m.wgrad_placeholders + m.optimizer_staging);
+  const double step =
+      m.weights + m.grads + m.optimizer + m.wgrad_placeholders + m.optimizer_staging;
+  const double tracked = std::max(m.weights + m.grads + m.optimizer + m.activations +
+                                      m.unit_buffers + m.wgrad_placeholders + m.grad_transients,
+                                  step);
   m.workspaces = workspace_bytes(training, compute_capability);
   m.allocated = tracked + m.workspaces;
   AllocatorSettings settings;
@@ -290,7 +366,9 @@ void add_device_bytes(const ModelSpec& model, const Layout& layout, const Traini
       recompute_transient_bytes(model, layout, stage_setting(layout, training), m.stage);
   m.allocator_slack =
       allocator_slack_bytes(settings, largest_layer) + allowances.allocator_slack * tracked;
-  m.reserved = m.allocated + m.allocator_slack;
+  const GraphBytes graphs = cuda_graph_bytes(model, layout, training, m.stage, m.activations);
+  m.cuda_graphs = graphs.reserved + std::max(0.0, step + graphs.pooled_activations - tracked);
+  m.reserved = m.allocated + m.allocator_slack + m.cuda_graphs;
   m.outside_allocator = allowances.cuda_context_bytes + nccl_buffer_bytes(layout, allowances);
   m.peak = m.reserved + m.outside_allocator;
   m.buffers = m.peak - tracked;
@@ -371,6 +449,16 @@ void add_notes(const ModelSpec& model, const Layout& layout, const TrainingSpec&
         std::to_string(static_cast<int>(training.offload_optimizer_fraction * 100 + 0.5)) +
         "% of each shard's parameters stepped on the CPU; host memory per GPU up to " +
         format_bytes(host) + " (fp32 master, gradient and moments)");
+  }
+  if (training.cuda_graphs != CudaGraphs::kNone) {
+    double graphs = 0;
+    for (const StageMemory& stage : report.stages) graphs = std::max(graphs, stage.cuda_graphs);
+    if (graphs > 0)
+      report.notes.push_back(
+          std::string("CUDA graphs (") + to_string(training.cuda_graphs) + "): up to " +
+          format_bytes(graphs) +
+          " per GPU reserved beyond eager execution (`cuda_graphs`: static layer inputs, the graph "
+          "pool's working set and its activations held through the optimizer step)");
   }
   if (model.tied_embeddings && layout.output_apart_from_embedding()) {
     report.notes.push_back(

@@ -99,7 +99,12 @@ struct StageMemory {
   // embedding's dense gradient, transient within a backward, add to the activations' peak.
   double wgrad_placeholders = 0;
   double grad_transients = 0;
-  double workspaces = 0;         // cuBLAS and Transformer Engine workspaces (in allocated)
+  double workspaces = 0;  // cuBLAS and Transformer Engine workspaces (in allocated)
+  // What per-layer CUDA graphs (training.cuda_graphs) reserve beyond eager execution, in
+  // `reserved` and not in `allocated`: a static input copy for each captured layer in flight,
+  // the graph pool's working set, and the pool's activations still reserved when the optimizer
+  // step stages its state (models/memory.cpp, cuda_graph_bytes; docs/reference/cuda_graphs.md).
+  double cuda_graphs = 0;
   double allocated = 0;          // tracked bytes + workspaces: max_memory_allocated
   double allocator_slack = 0;    // small-pool segments and fragmentation (reserved - allocated)
   double reserved = 0;           // allocated + allocator_slack: max_memory_reserved

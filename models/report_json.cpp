@@ -39,6 +39,7 @@ nlohmann::json stage_json(const StageMemory& s) {
                         {"layers", layers_json(s.layers)}};
   if (s.host_optimizer > 0) out["host_optimizer"] = s.host_optimizer;
   if (s.optimizer_staging > 0) out["optimizer_staging"] = s.optimizer_staging;
+  if (s.cuda_graphs > 0) out["cuda_graphs"] = s.cuda_graphs;
   return out;
 }
 

@@ -93,6 +93,7 @@ std::vector<StageMemorySummary> stage_memory(const MemoryReport& report, const S
     summary.wgrad_placeholders = stage.wgrad_placeholders;
     summary.grad_transients = stage.grad_transients;
     summary.host_optimizer = stage.host_optimizer;
+    summary.cuda_graphs = stage.cuda_graphs;
     summary.allocated = stage.allocated;
     summary.reserved = stage.reserved;
     for (std::size_t r = 0; r < program.graphs.size(); ++r) {

@@ -26,6 +26,7 @@ struct StageMemorySummary {
   double wgrad_placeholders = 0;     // Transformer Engine's cached weight-gradient placeholders
   double grad_transients = 0;        // output-layer placeholder and embedding gradient at the peak
   double host_optimizer = 0;         // host memory of the CPU optimizer (training.offload)
+  double cuda_graphs = 0;            // per-layer CUDA graphs' static inputs and pool (in reserved)
 };
 
 // How the critical rank's step splits (the walls of sim/report/README.md).

@@ -31,6 +31,7 @@ json stage_json(const StageMemorySummary& stage) {
               {"simulated_peak", stage.simulated_peak},
               {"simulated_activations", stage.simulated_activations}};
   if (stage.host_optimizer > 0) out["host_optimizer"] = stage.host_optimizer;
+  if (stage.cuda_graphs > 0) out["cuda_graphs"] = stage.cuda_graphs;
   return out;
 }
 

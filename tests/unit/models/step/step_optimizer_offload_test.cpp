@@ -238,3 +238,32 @@ TEST_CASE("the chunked state offload is refused where Megatron refuses it", "[mo
   doc["training"].erase("optimizer");
   CHECK_THROWS_WITH(config_from(doc), Catch::Contains("needs training.distributed_optimizer"));
 }
+
+TEST_CASE("a CUDA graph pool keeps the activations' memory from the staged optimizer state",
+          "[models][memory][offload][cuda_graphs]") {
+  const auto stage = [](const json& doc) {
+    const RunConfig c = config_from(doc);
+    return memory_report(c.model, c.layout, c.training, 80e9).stages[0];
+  };
+  json doc = offload_config(0);
+  doc["training"]["cuda_graphs"] = "per_layer";
+  const StageMemory resident = stage(doc);
+  doc["training"]["offload"] = {{"optimizer_states", 1.0}};
+  const StageMemory staged = stage(doc);
+  doc["training"]["cuda_graphs"] = "none";
+  const StageMemory eager = stage(doc);
+  // The graphs' pool (every layer captured: all of the activations) is still reserved when the
+  // step stages the optimizer state back, so the step's peak (weights, gradients, resident
+  // state, placeholders, staging windows) gains the activations; what it then exceeds the eager
+  // peak by is reserved on top of the static inputs and working set, which staging leaves as
+  // they are. With the state resident the step's peak stays below the forward-backward's.
+  const double step = eager.weights + eager.grads + eager.optimizer + eager.wgrad_placeholders +
+                      eager.optimizer_staging;
+  const double forward_backward = eager.weights + eager.grads + eager.optimizer +
+                                  eager.activations + eager.unit_buffers +
+                                  eager.wgrad_placeholders + eager.grad_transients;
+  const double expected = step + eager.activations - std::max(forward_backward, step);
+  REQUIRE(expected > 0);
+  CHECK(staged.cuda_graphs - resident.cuda_graphs == Approx(expected));
+  CHECK(staged.reserved == Approx(eager.reserved + staged.cuda_graphs));
+}
