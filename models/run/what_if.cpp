@@ -97,6 +97,10 @@ std::vector<Candidate> candidates(const RunConfig& config, int compute_capabilit
   if (training.grad_reduce_dtype != Dtype::kBf16) {
     list.push_back({"grad_reduce_dtype=bf16", {"training.grad_reduce_dtype=bf16"}});
   }
+  // Per-layer CUDA graphs' static inputs and private pool (models/memory.cpp): eager instead.
+  if (training.cuda_graphs == CudaGraphs::kPerLayer) {
+    list.push_back({"cuda_graphs=none", {"training.cuda_graphs=none"}});
+  }
   // Megatron's precision-aware optimizer with bf16 moments (it needs the distributed optimizer).
   if (training.distributed_optimizer && !training.optimizer.precision_aware) {
     list.push_back(

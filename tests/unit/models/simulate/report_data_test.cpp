@@ -221,6 +221,17 @@ TEST_CASE("an MoE layout that does not fit is offered fine-grained recompute and
   const FitCandidate fp8 = find(hopper, "precision=fp8");
   CHECK(fp8.valid);
   CHECK(fp8.peak_bytes < base.peak_bytes);
+  // Eager instead of per-layer graphs: their static inputs and pool go (offered only with them).
+  for (const FitCandidate& f : hopper) CHECK(f.change != "cuda_graphs=none");
+  RunConfig graphed = config;
+  graphed.training.cuda_graphs = CudaGraphs::kPerLayer;
+  const auto with_graphs = memory_report(graphed.model, graphed.layout, graphed.training, hbm);
+  const FitCandidate eager = find(fit_suggestions(graphed, hbm, 90), "cuda_graphs=none");
+  CHECK(eager.overrides == std::vector<std::string>{"training.cuda_graphs=none"});
+  CHECK(eager.valid);
+  CHECK(eager.peak_bytes == Approx(base.peak_bytes));
+  CHECK(with_graphs.peak_bytes - eager.peak_bytes ==
+        Approx(with_graphs.stages[0].cuda_graphs).epsilon(1e-9));
   // An A100 (compute capability 8.0) has no FP8 GEMMs: not offered.
   for (const FitCandidate& f : fit_suggestions(config, hbm, 80)) CHECK(f.change != "precision=fp8");
 }
