@@ -221,7 +221,7 @@ void add_sweep_command(CLI::App& app, CommandSet& commands) {
   sub->add_option("--vary", options->vary,
                   "Replace a knob's values, e.g. --vary tp=2,4,8 pp=1,2,4 recompute=none "
                   "(knobs: tp sp cp pp vpp schedule ep etp dispatcher mb recompute dist_opt "
-                  "sharding overlap offload)");
+                  "sharding overlap offload graphs)");
   sub->add_option("--set", options->overrides, "Override a field of the base config");
   sub->add_option("--jobs,-j", options->jobs, "Worker threads (default: all cores)")
       ->check(CLI::PositiveNumber);

@@ -205,6 +205,14 @@ void write_knobs(const SweepReport& report, std::ostream& out) {
                        return std::string(r.point.offload ? to_string(*r.point.offload) : "config");
                      }});
   }
+  const bool graphs = std::any_of(report.rows.begin(), report.rows.end(),
+                                  [](const auto& r) { return r.point.cuda_graphs.has_value(); });
+  if (graphs) {
+    knobs.push_back({"graphs", [](const SweepRow& r) {
+                       return std::string(r.point.cuda_graphs ? to_string(*r.point.cuda_graphs)
+                                                              : "config");
+                     }});
+  }
   for (const auto& [name, value_of] : knobs) write_knob(name, value_of, report.rows, best, out);
 }
 

@@ -99,6 +99,7 @@ nlohmann::json row_to_json(const SweepRow& r) {
                         {"config", "configs/" + r.id + ".json"},
                         {"megatron_args", r.megatron_args}};
   if (p.offload) row["offload"] = to_string(*p.offload);
+  if (p.cuda_graphs) row["graphs"] = to_string(*p.cuda_graphs);
   if (r.distribution) {
     row["p10_s"] = r.distribution->p10;
     row["p50_s"] = r.distribution->p50;
@@ -143,6 +144,13 @@ SweepRow row_from_json(const nlohmann::json& j, const std::string& where) {
       if (!r.point.offload) {
         throw InputError(where, "rows", j.at("offload").dump(),
                          "malformed sweep row: offload must be none, activations or optimizer");
+      }
+    }
+    if (j.contains("graphs")) {
+      r.point.cuda_graphs = parse_sweep_graphs(j.at("graphs").get<std::string>());
+      if (!r.point.cuda_graphs) {
+        throw InputError(where, "rows", j.at("graphs").dump(),
+                         "malformed sweep row: graphs must be none, per_layer or full_iteration");
       }
     }
     r.step_time_s = j.at("step_time_s").get<double>();

@@ -133,6 +133,18 @@ std::vector<std::optional<SweepOffload>> parse_offloads(const std::string& assig
   return offloads;
 }
 
+std::vector<std::optional<CudaGraphs>> parse_graphs(const std::string& assignment,
+                                                    const std::vector<std::string>& values) {
+  std::vector<std::optional<CudaGraphs>> graphs;
+  for (const auto& value : values) {
+    const auto scope = parse_sweep_graphs(value);
+    if (!scope)
+      reject(assignment, "\"" + value + "\" must be one of: none, per_layer, full_iteration");
+    graphs.emplace_back(scope);
+  }
+  return graphs;
+}
+
 template <typename T>
 void keep_unique(std::vector<T>& values) {
   std::vector<T> unique;
@@ -156,6 +168,8 @@ std::string join(const std::vector<T>& values) {
     } else if constexpr (std::is_same_v<T, std::optional<DataSharding>>) {
       text += value ? to_string(*value) : "by dist_opt";
     } else if constexpr (std::is_same_v<T, std::optional<SweepOffload>>) {
+      text += value ? to_string(*value) : "config";
+    } else if constexpr (std::is_same_v<T, std::optional<CudaGraphs>>) {
       text += value ? to_string(*value) : "config";
     } else {
       text += std::to_string(value);
@@ -182,6 +196,13 @@ std::optional<SweepOffload> parse_sweep_offload(const std::string& name) {
   for (SweepOffload o :
        {SweepOffload::kNone, SweepOffload::kActivations, SweepOffload::kOptimizer}) {
     if (name == to_string(o)) return o;
+  }
+  return std::nullopt;
+}
+
+std::optional<CudaGraphs> parse_sweep_graphs(const std::string& name) {
+  for (CudaGraphs g : {CudaGraphs::kNone, CudaGraphs::kPerLayer, CudaGraphs::kFullIteration}) {
+    if (name == to_string(g)) return g;
   }
   return std::nullopt;
 }
@@ -216,19 +237,25 @@ std::string point_id(const SweepPoint& p) {
     static constexpr const char* kNames[] = {"-nooffload", "-offload-act", "-offload-opt"};
     id += kNames[static_cast<int>(*p.offload)];
   }
+  if (p.cuda_graphs) {
+    static constexpr const char* kNames[] = {"-eager", "-graphs", "-fullgraph"};
+    id += kNames[static_cast<int>(*p.cuda_graphs)];
+  }
   return id;
 }
 
 std::int64_t SweepSpace::size() const {
-  return static_cast<std::int64_t>(
-      tp.size() * sequence_parallel.size() * cp.size() * pp.size() * vpp.size() * schedule.size() *
-      ep.size() * etp.size() * dispatcher.size() * micro_batch.size() * recompute.size() *
-      distributed_optimizer.size() * sharding.size() * overlap.size() * offload.size());
+  return static_cast<std::int64_t>(tp.size() * sequence_parallel.size() * cp.size() * pp.size() *
+                                   vpp.size() * schedule.size() * ep.size() * etp.size() *
+                                   dispatcher.size() * micro_batch.size() * recompute.size() *
+                                   distributed_optimizer.size() * sharding.size() * overlap.size() *
+                                   offload.size() * graphs.size());
 }
 
 SweepPoint SweepSpace::at(std::int64_t index) const {
   // Mixed radix, the last knob varying fastest.
   SweepPoint p;
+  p.cuda_graphs = graphs[pick(graphs, index)];
   p.offload = offload[pick(offload, index)];
   p.overlap = overlap[pick(overlap, index)];
   p.sharding = sharding[pick(sharding, index)];
@@ -255,8 +282,8 @@ bool sweeps_experts(const SweepSpace& space) {
 
 const std::vector<std::string>& sweep_knob_names() {
   static const std::vector<std::string> kNames{
-      "tp",         "sp", "cp",        "pp",       "vpp",      "schedule", "ep",     "etp",
-      "dispatcher", "mb", "recompute", "dist_opt", "sharding", "overlap",  "offload"};
+      "tp",         "sp", "cp",        "pp",       "vpp",      "schedule", "ep",      "etp",
+      "dispatcher", "mb", "recompute", "dist_opt", "sharding", "overlap",  "offload", "graphs"};
   return kNames;
 }
 
@@ -370,6 +397,8 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
     space.schedule = parse_schedules(assignment, values);
   else if (knob == "offload")
     space.offload = parse_offloads(assignment, values);
+  else if (knob == "graphs")
+    space.graphs = parse_graphs(assignment, values);
   else {
     reject(assignment, "unknown knob \"" + knob + "\"; valid knobs: " + knob_list());
   }
@@ -388,6 +417,7 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
   keep_unique(space.sharding);
   keep_unique(space.overlap);
   keep_unique(space.offload);
+  keep_unique(space.graphs);
 }
 
 std::vector<std::pair<std::string, std::string>> describe_space(const SweepSpace& s) {
@@ -418,6 +448,9 @@ std::vector<std::pair<std::string, std::string>> describe_space(const SweepSpace
   knobs.emplace_back("overlap", join(s.overlap));
   if (s.offload != std::vector<std::optional<SweepOffload>>{std::nullopt}) {
     knobs.emplace_back("offload", join(s.offload));
+  }
+  if (s.graphs != std::vector<std::optional<CudaGraphs>>{std::nullopt}) {
+    knobs.emplace_back("graphs", join(s.graphs));
   }
   return knobs;
 }

@@ -2,10 +2,10 @@
 //
 // A point is one value of every knob. Points are numbered 0 .. size()-1 in a fixed mixed-radix
 // order (tp varies slowest, then sp, cp, pp, vpp, schedule, ep, etp, dispatcher, micro_batch,
-// recompute, distributed optimizer, data sharding, overlap, offload), so an index names the same
-// point on every machine and in every shard. The default space (default_space) on a dense model:
-// tp ∈ {1,2,4,8} within an NVLink domain, sequence parallelism on, cp = 1 (∈ {1,2,4,8} from 16K
-// tokens), pp over the divisors of the GPU count that fit the layers, vpp over the splits the
+// recompute, distributed optimizer, data sharding, overlap, offload, graphs), so an index names the
+// same point on every machine and in every shard. The default space (default_space) on a dense
+// model: tp ∈ {1,2,4,8} within an NVLink domain, sequence parallelism on, cp = 1 (∈ {1,2,4,8} from
+// 16K tokens), pp over the divisors of the GPU count that fit the layers, vpp over the splits the
 // layers allow, micro_batch ∈ {1,2,4}, recompute ∈ {none, selective, full}, distributed optimizer
 // and overlaps on. On a mixture-of-experts model also ep ∈ {1,2,4,…,64} (dividing the expert
 // count), etp ∈ {1,2,4,8} within an NVLink domain and the dispatcher ∈ {alltoall, allgather}.
@@ -19,6 +19,9 @@
 // optimizer` lists choices: nothing offloaded, every decoder layer's activations but a chunk's
 // last, or the whole optimizer stepped on the CPU (with the precision-aware optimizer Megatron
 // requires for it).
+// CUDA graphs follow the base config's training.cuda_graphs unless `--vary graphs=none,per_layer,
+// full_iteration` lists scopes: they trade host issue time for memory (static inputs and the
+// graph pool, models/memory.cpp); full_iteration prunes dropless MoE points with its reason.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,8 @@ namespace wallsim::models {
 enum class SweepOffload { kNone, kActivations, kOptimizer };
 const char* to_string(SweepOffload offload);  // "none", "activations", "optimizer"
 std::optional<SweepOffload> parse_sweep_offload(const std::string& name);
+// A sweep's CUDA-graph scope (--vary graphs=...), by training.cuda_graphs's names.
+std::optional<CudaGraphs> parse_sweep_graphs(const std::string& name);
 
 struct SweepPoint {
   std::int64_t tp = 1;
@@ -53,7 +58,8 @@ struct SweepPoint {
   // parallel.data_sharding; nullopt: what distributed_optimizer implies. When set,
   // distributed_optimizer follows it.
   std::optional<DataSharding> sharding;
-  std::optional<SweepOffload> offload;  // nullopt: the base config's training.offload
+  std::optional<SweepOffload> offload;    // nullopt: the base config's training.offload
+  std::optional<CudaGraphs> cuda_graphs;  // nullopt: the base config's training.cuda_graphs
   bool operator==(const SweepPoint&) const = default;
 };
 
@@ -68,7 +74,8 @@ std::string effective_schedule(const SweepPoint& point);
 // (when > 1) and "-allgather"/"-flex" after vpp; switches that are off add
 // "-nosp" (only when tp > 1), "-nodo", "-noov"; a stated sharding adds "-ddp", "-zero1", "-zero2"
 // or "-fsdp" (none, optimizer, grads, params) in place of "-nodo"; a stated offload adds
-// "-nooffload", "-offload-act" or "-offload-opt" last.
+// "-nooffload", "-offload-act" or "-offload-opt"; stated CUDA graphs add "-eager", "-graphs" or
+// "-fullgraph" (none, per_layer, full_iteration) last.
 std::string point_id(const SweepPoint& point);
 
 struct SweepSpace {
@@ -87,6 +94,7 @@ struct SweepSpace {
   std::vector<std::optional<DataSharding>> sharding{std::nullopt};
   std::vector<bool> overlap{true};
   std::vector<std::optional<SweepOffload>> offload{std::nullopt};
+  std::vector<std::optional<CudaGraphs>> graphs{std::nullopt};
 
   std::int64_t size() const;
   // The point with this index (0 <= index < size()).

@@ -96,19 +96,26 @@ void write_sweep_csv(const SweepReport& report, std::ostream& out) {
   // base config's own training.offload.
   const bool offloads = std::any_of(report.rows.begin(), report.rows.end(),
                                     [](const SweepRow& r) { return r.point.offload.has_value(); });
+  const bool graphs = std::any_of(report.rows.begin(), report.rows.end(), [](const SweepRow& r) {
+    return r.point.cuda_graphs.has_value();
+  });
   out << "rank,id,tp,sp,cp,pp,vpp,dp,micro_batch,num_microbatches,recompute,"
          "distributed_optimizer,overlap,ep,etp,dispatcher,schedule,data_sharding,step_time_s,"
          "tokens_per_s_per_"
          "gpu,mfu,"
          "peak_bytes,"
          "hbm_bytes,fits_in_memory,binding,error,config"
-      << (offloads ? ",offload" : "") << (report.samples > 1 ? ",p10_s,p50_s,p90_s,mean_s" : "")
-      << "\n";
+      << (offloads ? ",offload" : "") << (graphs ? ",graphs" : "")
+      << (report.samples > 1 ? ",p10_s,p50_s,p90_s,mean_s" : "") << "\n";
   for (std::size_t i = 0; i < report.rows.size(); ++i) {
     write_csv_row(out, i + 1, report.rows[i]);
     if (offloads) {
       const auto& offload = report.rows[i].point.offload;
       out << "," << (offload ? to_string(*offload) : "config");
+    }
+    if (graphs) {
+      const auto& scope = report.rows[i].point.cuda_graphs;
+      out << "," << (scope ? to_string(*scope) : "config");
     }
     if (report.samples > 1) write_csv_distribution(out, report.rows[i]);
     out << "\n";

@@ -85,6 +85,7 @@ TEST_CASE("a point's config is the base with the point's layout written in", "[s
                      true,
                      false,
                      std::nullopt,
+                     std::nullopt,
                      std::nullopt};
   const RunConfig config = run_config_from_json(point_config(base, p), "point.json");
   CHECK(config.num_gpus == 16);
@@ -121,6 +122,11 @@ TEST_CASE("a point's config is the base with the point's layout written in", "[s
   const RunConfig none = run_config_from_json(point_config(base, offload), "point.json");
   CHECK_FALSE(none.training.offload_activations);
   CHECK(none.training.offload_optimizer_fraction == 0);
+  // A stated CUDA-graph scope replaces the base's training.cuda_graphs.
+  SweepPoint graphs = p;
+  graphs.cuda_graphs = CudaGraphs::kPerLayer;
+  CHECK(run_config_from_json(point_config(base, graphs), "point.json").training.cuda_graphs ==
+        CudaGraphs::kPerLayer);
 }
 
 TEST_CASE("layout prunes are keyed by the rule that failed", "[sweep]") {

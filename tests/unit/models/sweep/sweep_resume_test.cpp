@@ -90,35 +90,67 @@ TEST_CASE("resuming from an interrupted sweep's journal gives the uninterrupted 
   CHECK(csv(resumed) == csv(uninterrupted));
 }
 
-TEST_CASE("a sweep over offloading choices ranks them and carries them through its outputs",
-          "[sweep]") {
+namespace {
+
+// A sweep of tp 2 over one knob's three values (`--vary` assignment), all simulated.
+SweepReport sweep_of(const std::string& vary) {
   Fixture f;
   f.space = SweepSpace{};
   f.space.tp = {2};
-  apply_vary(f.space, "offload=none,activations,optimizer");
+  apply_vary(f.space, vary);
   SweepRunOptions options;
   options.jobs = 1;
-  const SweepReport report = f.run(options);
+  SweepReport report = f.run(options);
   REQUIRE(report.counts.simulated == 3);
-  const auto row = [&](SweepOffload offload) {
-    for (const SweepRow& r : report.rows) {
-      if (r.point.offload == offload) return r;
-    }
-    FAIL("no row");
-    return report.rows.front();
-  };
-  const SweepRow none = row(SweepOffload::kNone);
-  const SweepRow activations = row(SweepOffload::kActivations);
-  const SweepRow optimizer = row(SweepOffload::kOptimizer);
+  // Every point survives the journal's JSON.
+  for (const SweepRow& r : report.rows) {
+    CHECK(row_from_json(row_to_json(r), "journal").point == r.point);
+  }
+  return report;
+}
+
+// The row whose point has `value` for the knob `member`.
+template <typename Knob>
+SweepRow row_with(const SweepReport& report, std::optional<Knob> SweepPoint::*member, Knob value) {
+  for (const SweepRow& r : report.rows) {
+    if (r.point.*member == value) return r;
+  }
+  FAIL("no row");
+  return report.rows.front();
+}
+
+}  // namespace
+
+TEST_CASE("a sweep over offloading choices ranks them and carries them through its outputs",
+          "[sweep]") {
+  const SweepReport report = sweep_of("offload=none,activations,optimizer");
+  const SweepRow none = row_with(report, &SweepPoint::offload, SweepOffload::kNone);
+  const SweepRow activations = row_with(report, &SweepPoint::offload, SweepOffload::kActivations);
+  const SweepRow optimizer = row_with(report, &SweepPoint::offload, SweepOffload::kOptimizer);
   // Offloading frees memory and, over PCIe with this little compute per layer, costs time.
   CHECK(activations.peak_bytes < none.peak_bytes);
   CHECK(optimizer.peak_bytes < none.peak_bytes);
   CHECK(optimizer.step_time_s > none.step_time_s);
-  // The choice reaches the CSV and survives the journal's JSON.
+  // The choice reaches the CSV.
   const std::string text = csv(report);
   CHECK(text.find(",config,offload\n") != std::string::npos);
   CHECK(text.find("-offload-opt.json,optimizer\n") != std::string::npos);
-  for (const SweepRow& r : report.rows) {
-    CHECK(row_from_json(row_to_json(r), "journal").point == r.point);
-  }
+}
+
+TEST_CASE("a sweep over CUDA-graph scopes ranks them and carries them through its outputs",
+          "[sweep]") {
+  const SweepReport report = sweep_of("graphs=none,per_layer,full_iteration");
+  const SweepRow eager = row_with(report, &SweepPoint::cuda_graphs, CudaGraphs::kNone);
+  const SweepRow per_layer = row_with(report, &SweepPoint::cuda_graphs, CudaGraphs::kPerLayer);
+  const SweepRow full = row_with(report, &SweepPoint::cuda_graphs, CudaGraphs::kFullIteration);
+  // Fewer host issues never slow the step; per-layer graphs' static inputs and pool cost memory,
+  // one graph for the whole forward-backward none (models/memory.cpp).
+  CHECK(per_layer.step_time_s <= eager.step_time_s);
+  CHECK(full.step_time_s <= per_layer.step_time_s);
+  CHECK(per_layer.peak_bytes > eager.peak_bytes);
+  CHECK(full.peak_bytes == eager.peak_bytes);
+  // The scope reaches the CSV.
+  const std::string text = csv(report);
+  CHECK(text.find(",config,graphs\n") != std::string::npos);
+  CHECK(text.find("-graphs.json,per_layer\n") != std::string::npos);
 }

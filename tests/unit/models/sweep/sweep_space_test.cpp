@@ -26,7 +26,8 @@ TEST_CASE("the space's size is the product of its knobs' value counts, each poin
   CHECK(space.at(0).recompute == Recompute::none);
   CHECK(space.at(1).recompute == Recompute::full);
   CHECK(space.at(23) == SweepPoint{4, true, 1, 2, 1, "", 1, 1, MoeDispatcher::kAllToAll, 2,
-                                   Recompute::full, true, true, std::nullopt, std::nullopt});
+                                   Recompute::full, true, true, std::nullopt, std::nullopt,
+                                   std::nullopt});
 }
 
 TEST_CASE("the default space of Llama 3 70B on 1,024 GPUs, counted by hand", "[sweep]") {
@@ -85,6 +86,7 @@ TEST_CASE("point ids name every knob that distinguishes a point", "[sweep]") {
                true,
                true,
                std::nullopt,
+               std::nullopt,
                std::nullopt};
   CHECK(point_id(p) == "tp8-cp1-pp4-vpp5-mb1-none");
   p.sequence_parallel = false;
@@ -113,6 +115,24 @@ TEST_CASE("offloading choices listed by --vary offload vary fastest", "[sweep]")
         std::pair<std::string, std::string>{"offload", "none,activations,optimizer"});
   CHECK_THROWS_WITH(apply_vary(space, "offload=layers"),
                     Catch::Contains("must be one of: none, activations, optimizer"));
+}
+
+TEST_CASE("CUDA-graph scopes listed by --vary graphs vary fastest", "[sweep]") {
+  SweepSpace space;
+  apply_vary(space, "offload=none,activations");
+  apply_vary(space, "graphs=none,per_layer,full_iteration");
+  REQUIRE(space.size() == 6);
+  CHECK(space.at(0).cuda_graphs == CudaGraphs::kNone);
+  CHECK(space.at(1).cuda_graphs == CudaGraphs::kPerLayer);
+  CHECK(space.at(2).cuda_graphs == CudaGraphs::kFullIteration);
+  CHECK(space.at(3).offload == SweepOffload::kActivations);
+  CHECK(point_id(space.at(1)) == "tp1-cp1-pp1-vpp1-mb1-none-nooffload-graphs");
+  CHECK(point_id(space.at(5)) == "tp1-cp1-pp1-vpp1-mb1-none-offload-act-fullgraph");
+  CHECK(point_id(space.at(0)).ends_with("-eager"));
+  CHECK(describe_space(space).back() ==
+        std::pair<std::string, std::string>{"graphs", "none,per_layer,full_iteration"});
+  CHECK_THROWS_WITH(apply_vary(space, "graphs=attn"),
+                    Catch::Contains("must be one of: none, per_layer, full_iteration"));
 }
 
 TEST_CASE("a mixture-of-experts model's default space sweeps ep, etp and the dispatcher",
