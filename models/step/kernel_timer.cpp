@@ -26,9 +26,24 @@ KernelTime KernelTimer::gemm(const GemmShape& shape, Dtype dtype) {
   return gemms_.emplace(key, time).first->second;
 }
 
-KernelTime KernelTimer::grouped_gemm(const GroupedGemmShape& shape, Dtype dtype, bool one_kernel) {
-  GroupedKey key{{}, static_cast<int>(dtype), one_kernel};
-  for (const GemmShape& p : shape.problems) std::get<0>(key).push_back({p.m, p.n, p.k, p.batch, 0});
+KernelTimer::ProblemRuns KernelTimer::problem_runs(const GroupedGemmShape& shape) {
+  ProblemRuns runs;
+  for (const GemmShape& p : shape.problems) {
+    if (!runs.empty()) {
+      auto& [m, n, k, batch, count] = runs.back();
+      if (m == p.m && n == p.n && k == p.k && batch == p.batch) {
+        ++count;
+        continue;
+      }
+    }
+    runs.emplace_back(p.m, p.n, p.k, p.batch, 1);
+  }
+  return runs;
+}
+
+KernelTimer::GroupedTime KernelTimer::grouped_gemm(const GroupedGemmShape& shape, Dtype dtype,
+                                                   bool one_kernel) {
+  GroupedKey key{problem_runs(shape), static_cast<int>(dtype), one_kernel};
   auto found = grouped_.find(key);
   if (found != grouped_.end()) return found->second;
   KernelTime time{Time::zero(), Time::zero()};
@@ -42,7 +57,8 @@ KernelTime KernelTimer::grouped_gemm(const GroupedGemmShape& shape, Dtype dtype,
       time.contended += one.contended;
     }
   }
-  return grouped_.emplace(std::move(key), time).first->second;
+  return grouped_.emplace(std::move(key), GroupedTime{time, grouped_gemm_flops(shape)})
+      .first->second;
 }
 
 KernelTime KernelTimer::attention(const AttentionShape& shape, bool backward) {

@@ -27,7 +27,12 @@ class KernelTimer {
   KernelTime gemm(const GemmShape& shape, Dtype dtype);
   // `one_kernel`: a grouped GEMM kernel over the problems; otherwise one GEMM kernel per
   // problem, back to back, each paying its launch (Megatron without --moe-grouped-gemm).
-  KernelTime grouped_gemm(const GroupedGemmShape& shape, Dtype dtype, bool one_kernel);
+  // Also its FLOPs, grouped_gemm_flops(shape), memoised alike.
+  struct GroupedTime {
+    KernelTime time;
+    double flops = 0;
+  };
+  GroupedTime grouped_gemm(const GroupedGemmShape& shape, Dtype dtype, bool one_kernel);
   KernelTime attention(const AttentionShape& shape, bool backward);
   KernelTime memory_bound(double bytes);
   const GpuProfile& profile() const { return gpu_.profile(); }
@@ -42,8 +47,11 @@ class KernelTimer {
   using AttentionKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                                   std::int64_t, std::int64_t, bool, bool>;
   std::map<GemmKey, KernelTime> gemms_;
-  using GroupedKey = std::tuple<std::vector<GemmKey>, int, bool>;
-  std::map<GroupedKey, KernelTime> grouped_;
+  // Problems as runs of equal shapes (the last field counts them): one entry under even routing.
+  using ProblemRuns = std::vector<GemmKey>;
+  static ProblemRuns problem_runs(const GroupedGemmShape& shape);
+  using GroupedKey = std::tuple<ProblemRuns, int, bool>;
+  std::map<GroupedKey, GroupedTime> grouped_;
   std::map<AttentionKey, KernelTime> attentions_;
   std::map<double, KernelTime> memory_;
 };

@@ -100,6 +100,7 @@ MoeOps::MoeOps(OpEmitter& emit, const LayerDims& dims, const MoeSpec& moe,
   for (double rows : load_.busiest_expert_rows) {
     expert_problem_rows_.push_back(std::llround(rows * d(setting.etp)));
   }
+  gemms_ = expert_gemms();
 }
 
 double MoeOps::row_bytes() const {
@@ -124,12 +125,15 @@ GroupedGemmShape MoeOps::experts(std::int64_t n, std::int64_t k) const {
   return shape;
 }
 
-GroupedGemmShape MoeOps::expert_fc1() const {
-  return experts(fc1_width(), dims_.hidden);
-}
-
-GroupedGemmShape MoeOps::expert_fc2() const {
-  return experts(dims_.hidden, fc2_k());
+MoeOps::ExpertGemms MoeOps::expert_gemms() const {
+  ExpertGemms g;
+  g.fc1 = experts(fc1_width(), dims_.hidden);
+  g.fc2 = experts(dims_.hidden, fc2_k());
+  g.fc1_dgrad = grouped_dgrad(g.fc1);
+  g.fc1_wgrad = grouped_wgrad(g.fc1);
+  g.fc2_dgrad = grouped_dgrad(g.fc2);
+  g.fc2_wgrad = grouped_wgrad(g.fc2);
+  return g;
 }
 
 OpIndex MoeOps::exchange(const std::string& name, CollectiveOp op, double bytes, GroupIndex group,
@@ -224,9 +228,9 @@ void MoeOps::forward_experts(MoeForward& state) {
     emit_.memory_bound("shared act fwd",
                        (dims_.gated ? 6.0 : 4.0) * d(dims_.tokens()) * d(shared_fc2().k));
   }
-  emit_.grouped_gemm("experts fc1 fwd", expert_fc1(), setting_.grouped_gemm, state.sent);
+  emit_.grouped_gemm("experts fc1 fwd", gemms_.fc1, setting_.grouped_gemm, state.sent);
   emit_.memory_bound("experts act fwd", (dims_.gated ? 6.0 : 4.0) * expert_elements());
-  const OpIndex fc2 = emit_.grouped_gemm("experts fc2 fwd", expert_fc2(), setting_.grouped_gemm);
+  const OpIndex fc2 = emit_.grouped_gemm("experts fc2 fwd", gemms_.fc2, setting_.grouped_gemm);
   state.combined = combine("fwd", {fc2});
 }
 
@@ -266,12 +270,11 @@ void MoeOps::backward_experts(MoeBackward& state, bool recompute_activation) {
     emit_.set_tag(plain);
   }
   const bool grouped = setting_.grouped_gemm;
-  emit_.grouped_gemm("experts fc2 dgrad", grouped_dgrad(expert_fc2()), grouped, state.combined);
-  state.fc2_wgrad = emit_.grouped_gemm("experts fc2 wgrad", grouped_wgrad(expert_fc2()), grouped);
+  emit_.grouped_gemm("experts fc2 dgrad", gemms_.fc2_dgrad, grouped, state.combined);
+  state.fc2_wgrad = emit_.grouped_gemm("experts fc2 wgrad", gemms_.fc2_wgrad, grouped);
   emit_.memory_bound("experts act bwd", (dims_.gated ? 10.0 : 6.0) * expert_elements());
-  const OpIndex fc1_d =
-      emit_.grouped_gemm("experts fc1 dgrad", grouped_dgrad(expert_fc1()), grouped);
-  state.fc1_wgrad = emit_.grouped_gemm("experts fc1 wgrad", grouped_wgrad(expert_fc1()), grouped);
+  const OpIndex fc1_d = emit_.grouped_gemm("experts fc1 dgrad", gemms_.fc1_dgrad, grouped);
+  state.fc1_wgrad = emit_.grouped_gemm("experts fc1 wgrad", gemms_.fc1_wgrad, grouped);
   state.returned = dispatch("bwd", {fc1_d});
 }
 

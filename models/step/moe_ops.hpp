@@ -102,8 +102,12 @@ class MoeOps {
   Deps dispatch(const std::string& pass, const Deps& deps);
   Deps combine(const std::string& pass, const Deps& deps);
   // One problem per local expert, m = the rows that expert computes.
-  GroupedGemmShape expert_fc1() const;
-  GroupedGemmShape expert_fc2() const;
+  // The experts' grouped GEMMs, one problem per local expert: fixed by the layer's load, so
+  // built once.
+  struct ExpertGemms {
+    GroupedGemmShape fc1, fc2, fc1_dgrad, fc1_wgrad, fc2_dgrad, fc2_wgrad;
+  };
+  ExpertGemms expert_gemms() const;
   GroupedGemmShape experts(std::int64_t n, std::int64_t k) const;
   std::int64_t fc1_width() const;
   std::int64_t fc2_k() const;
@@ -122,6 +126,7 @@ class MoeOps {
   std::int64_t local_experts_ = 1;
   double expert_rows_ = 0;  // rows one local expert computes on average (after ETP gather)
   std::vector<std::int64_t> expert_problem_rows_;  // rows each local expert computes
+  ExpertGemms gemms_;
 };
 
 }  // namespace wallsim::models

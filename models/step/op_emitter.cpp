@@ -192,8 +192,8 @@ OpIndex OpEmitter::grouped_gemm(std::string_view name, const GroupedGemmShape& s
   }
   // Without a grouped kernel each problem is its own launch, and the host issues each.
   if (!one_kernel) next_kernels_ = static_cast<int>(shape.problems.size());
-  return add_compute(name, OpCategory::kGemm, timer_.grouped_gemm(shape, gemm_dtype_, one_kernel),
-                     grouped_gemm_flops(shape), 0.0, gemm_deps);
+  const KernelTimer::GroupedTime timed = timer_.grouped_gemm(shape, gemm_dtype_, one_kernel);
+  return add_compute(name, OpCategory::kGemm, timed.time, timed.flops, 0.0, gemm_deps);
 }
 
 OpIndex OpEmitter::gemm_piece(std::string_view name, const GemmShape& whole, std::int64_t rows,
