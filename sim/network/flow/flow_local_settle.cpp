@@ -99,9 +99,8 @@ void FlowNetwork::State::build_local_problem() {
   for (std::uint32_t i = 0; i < region.size(); ++i) flows[region[i]].local = i;
   for (std::uint32_t slot : region) {
     for (std::uint32_t link : flows[slot].links()) {
-      LinkState& state = links[link];
-      if (state.visit == visit_stamp) continue;
-      state.visit = visit_stamp;
+      if (link_visit[link] == visit_stamp) continue;
+      link_visit[link] = visit_stamp;
       loads[link].held_Bps = loads[link].load_Bps;
       region_links.push_back(link);
     }
@@ -118,7 +117,7 @@ void FlowNetwork::State::build_local_problem() {
     state.local = problem.add_link(std::max(0.0, state.capacity_Bps - loads[link].held_Bps));
   }
   // Changed links are looked at like region links, whether or not a region flow crosses them.
-  for (std::uint32_t link : dirty_links) links[link].visit = visit_stamp;
+  for (std::uint32_t link : dirty_links) link_visit[link] = visit_stamp;
   for (std::uint32_t slot : region) {
     const FlowState& flow = flows[slot];
     local_path.clear();
@@ -169,7 +168,7 @@ bool FlowNetwork::State::has_bottleneck(std::uint32_t slot) {
   const auto path = flow.links();
   const bool held = flow.region != region_stamp;
   if (held && flow.bottleneck_hop != kNoIndex &&
-      links[path[flow.bottleneck_hop]].visit != visit_stamp) {
+      link_visit[path[flow.bottleneck_hop]] != visit_stamp) {
     return true;
   }
   const double rate = tentative_rate(flow);

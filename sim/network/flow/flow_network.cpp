@@ -18,6 +18,7 @@ std::uint32_t FlowNetwork::State::allocate_slot() {
     return slot;
   }
   flows.emplace_back();
+  flow_visit.push_back(0);
   return static_cast<std::uint32_t>(flows.size() - 1);
 }
 
@@ -275,6 +276,7 @@ void FlowNetwork::State::wake() {
 FlowNetwork::FlowNetwork(Engine& engine, std::vector<double> link_capacity_Bps)
     : state_(std::make_unique<State>(engine)) {
   state_->links.resize(link_capacity_Bps.size());
+  state_->link_visit.assign(link_capacity_Bps.size(), 0);
   for (std::size_t l = 0; l < link_capacity_Bps.size(); ++l) {
     const double capacity = link_capacity_Bps[l];
     if (!(capacity > 0) || !std::isfinite(capacity)) {

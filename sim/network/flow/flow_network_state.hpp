@@ -33,7 +33,6 @@ constexpr std::uint32_t kLoadResum = 256;
 struct LinkState {
   double capacity_Bps = 0;
   std::vector<Crossing> crossings;  // unordered; removal swaps with the last entry
-  std::uint64_t visit = 0;          // BFS stamp
   std::uint32_t local = 0;          // index in the current MaxMinProblem
 };
 
@@ -85,7 +84,6 @@ struct FlowState {
   std::uint64_t due_version = 0;      // which queue entry is this flow's current one
   FlowNetwork::Done done;             // single flows started with start()
   FlowNetwork::GroupDone group_done;  // class flows and the single flows split from one
-  std::uint64_t visit = 0;
   // Class flows: per member, the entry of its route that was its bottleneck at the last check
   // (tried first: the bottleneck of a member seldom moves).
   std::vector<std::uint32_t> witness;
@@ -147,7 +145,11 @@ struct FlowNetwork::State {
   std::uint64_t solved = 0;
   std::uint64_t split = 0;
   std::uint64_t reused = 0;
+  // Search stamps, by link and by flow slot, apart from LinkState and FlowState so that a
+  // component search reads dense arrays: visited while equal to visit_stamp.
   std::uint64_t visit_stamp = 0;
+  std::vector<std::uint64_t> link_visit;
+  std::vector<std::uint64_t> flow_visit;
 
   // Changes waiting for the settle of this instant.
   std::vector<std::uint32_t> dirty_links;

@@ -21,20 +21,19 @@ bool FlowNetwork::State::collect_component(std::size_t max_flows) {
   component_links.clear();
   component_flows.clear();
   for (std::uint32_t link : dirty_links) {
-    if (links[link].visit == visit_stamp) continue;
-    links[link].visit = visit_stamp;
+    if (link_visit[link] == visit_stamp) continue;
+    link_visit[link] = visit_stamp;
     component_links.push_back(link);
   }
   for (std::size_t next = 0; next < component_links.size(); ++next) {
     for (const Crossing& crossing : links[component_links[next]].crossings) {
-      FlowState& flow = flows[crossing.flow_slot];
-      if (flow.visit == visit_stamp) continue;
-      flow.visit = visit_stamp;
+      if (flow_visit[crossing.flow_slot] == visit_stamp) continue;
+      flow_visit[crossing.flow_slot] = visit_stamp;
       component_flows.push_back(crossing.flow_slot);
       if (component_flows.size() > max_flows) return false;
-      for (std::uint32_t link : flow.links()) {
-        if (links[link].visit == visit_stamp) continue;
-        links[link].visit = visit_stamp;
+      for (std::uint32_t link : flows[crossing.flow_slot].links()) {
+        if (link_visit[link] == visit_stamp) continue;
+        link_visit[link] = visit_stamp;
         component_links.push_back(link);
       }
     }

@@ -37,8 +37,8 @@ void FlowNetwork::State::order_component_links() {
   component_links.clear();
   for (std::uint32_t slot : component_flows) {
     for (std::uint32_t link : flows[slot].links()) {
-      if (links[link].visit == visit_stamp) continue;
-      links[link].visit = visit_stamp;
+      if (link_visit[link] == visit_stamp) continue;
+      link_visit[link] = visit_stamp;
       component_links.push_back(link);
     }
   }
