@@ -12,12 +12,15 @@ Transfer rule (uncalibrated tables only): a kernel table measured on one GPU is 
 at the same fraction of the dense BF16 peak, i.e. every TFLOP/s entry is multiplied by
 peak_bf16(target) / peak_bf16(source). It applies to the attention tables (no complete Blackwell
 table is published; Hopper's cuDNN and FlashAttention-2 tables are scaled by 2250/989.4 or
-2500/989.4). The GEMM tables are measured on Blackwell (XLA's sm_100 table) and are used as
-published on all four parts; the memory-bound curve keeps Hopper's shape with its ceiling lowered
-to the measured Blackwell ceiling.
+2500/989.4). The GEMM tables are measured on Blackwell: B200's BF16 table on a B200 node
+(SimuMax's calibration, blackwell.md §3.1), every other table XLA's sm_100 table, used as
+published; the memory-bound curve keeps Hopper's shape with its ceiling lowered to the measured
+Blackwell ceiling.
 """
+import csv
 import json
 import os
+import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,6 +38,7 @@ GPUS = {
         "hbm_TBps": 8.0,
         "peak": {"bf16": 2250, "fp8": 4500, "fp4": 9000},
         "best": {"bf16": 1745.0, "fp8": 3432.5},
+        "bf16_gemm": "simumax_b200",
         "src": {
             "sms": "docs/reference/blackwell.md §1: 148 SMs, 592 tensor cores [U: third-party spec database hmc-tech.com; NVIDIA's B200 datasheet does not list SMs]",
             "compute_capability": "docs/reference/blackwell.md §1: B200 is compute capability 10.0 (sm_100) [V: CUTLASS Blackwell architecture notes]",
@@ -144,6 +148,41 @@ XLA_SOURCE = (
     "every (rows, n, k) appears once (b = 2 and 4 rows only)"
 )
 
+# docs/reference/blackwell.md §3.1: GEMMs measured on SimuMax's 8x B200 node, efficiencies of 2250.
+SIMUMAX_B200_GEMM = os.path.join(ROOT, "docs", "reference", "simumax_b200_gemm.csv")
+SIMUMAX_B200_SOURCE = (
+    "docs/reference/blackwell.md §3.1: GEMMs measured on one 8x B200 node (MooreThreads/SimuMax "
+    "@e691807a7ef8 configs/system/b200_bf16_ceperm.json, accelerator.op.matmul; the node of the "
+    "simumax_b200.csv runs), bf16xbf16->bf16, efficiency x 2250 TFLOP/s [M]. (M, N, K) as wallsim "
+    "times each pass: forward (TN) and data gradient (NN) as written, weight gradient (NT "
+    "accumulated into the fp32 main_grad, Megatron's default) as (in, out, tokens) = (n, m, k); "
+    "the NT entries without fp32 accumulation are left out; one point per shape, the median of "
+    "the passes measured at it (docs/reference/simumax_b200_gemm.csv). 25-40% below XLA's sm_100 "
+    "table at comparable shapes; the other Blackwell profiles keep XLA's table"
+)
+
+
+def simumax_b200_bf16(peak_bf16):
+    """SimuMax's B200 GEMM efficiencies as (M, N, K) -> TFLOP/s points, one per shape."""
+    by_shape = {}
+    with open(SIMUMAX_B200_GEMM, encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
+            if row["b"] != "1":
+                raise ValueError("simumax_b200_gemm.csv: batched entry " + str(row))
+            if row["layout"] == "NT":
+                if row["out_dtype"] != "fp32":
+                    continue
+                shape = (n, m, k)
+            else:
+                shape = (m, n, k)
+            by_shape.setdefault(shape, []).append(float(row["efficiency"]))
+    return [
+        {"m": m, "n": n, "k": k, "tflops": round(statistics.median(e) * peak_bf16, 1)}
+        for (m, n, k), e in sorted(by_shape.items())
+    ]
+
+
 # Memory-bound: docs/reference/blackwell.md §4. B300 clone ceiling ~6.3 TB/s of 8.0; B200 RMSNorm
 # 6.1-6.8 TB/s at 0.5-1 GB. Hopper's curve (calculon, ceiling 0.90) keeps its shape.
 BLACKWELL_HBM_CEILING = 0.79
@@ -184,6 +223,9 @@ def gemm_section(gpu):
             {"m": row[0], "n": row[1], "k": row[2], "tflops": row[index]} for row in XLA_SM100
         ]
         measured[dtype] = {"source": XLA_SOURCE.format(dtype=dtype_label(dtype)), "points": points}
+    if gpu.get("bf16_gemm") == "simumax_b200":
+        points = simumax_b200_bf16(gpu["peak"]["bf16"])
+        measured["bf16"] = {"source": SIMUMAX_B200_SOURCE, "points": points}
     factor = fp4_factor(gpu)
     measured["fp4"] = {
         "source": (

@@ -119,3 +119,28 @@ TEST_CASE("the H100 bf16 seeds: each reproduced exactly, leave-one-out error bou
   CHECK(percentile(errors, 0.8) < 0.11);
   CHECK(percentile(errors, 1.0) < 1.25);
 }
+
+TEST_CASE("the B200 bf16 table: SimuMax's measured node, one point per shape", "[hw][gemm_table]") {
+  const GpuProfile b200 = test::load_shipped_gpu("b200");
+  const GemmTable& table = b200.gemm.measured.at(Dtype::kBf16);
+  // docs/reference/simumax_b200_gemm.csv: 514 entries, less the 82 weight gradients without fp32
+  // accumulation, are 432 passes over 378 distinct (M, N, K).
+  REQUIRE(table.points().size() == 378);
+  // The fc1 forward of Llama 3 70B at TP 8 (4096 tokens, 2·28672/8 = 7168 outputs, 8192 inputs)
+  // was measured as TN at 0.6113 and, as the data gradient of another layer, NN at 0.4687: the
+  // point is their median, (0.6113 + 0.4687) / 2 · 2250 = 1215.0 TFLOP/s.
+  const auto fc1 = std::find_if(table.points().begin(), table.points().end(), [](const auto& p) {
+    return p.m == 4096 && p.n == 7168 && p.k == 8192;
+  });
+  REQUIRE(fc1 != table.points().end());
+  CHECK(fc1->flops_per_s == Approx(1215.0 * kT).epsilon(1e-3));
+  // The table only raises a measured node's time where a smaller shape took longer (noise in
+  // one pass), so every shape reads at most its measured rate, and most read it exactly.
+  std::size_t exact = 0;
+  for (const MeasuredGemm& p : table.points()) {
+    const double rate = table.flops_per_s(p.m, p.n, p.k);
+    CHECK(rate <= p.flops_per_s * (1 + 1e-9));
+    if (rate >= p.flops_per_s * (1 - 1e-9)) ++exact;
+  }
+  CHECK(exact * 2 > table.points().size());
+}
