@@ -162,25 +162,70 @@ SIMUMAX_B200_SOURCE = (
 )
 
 
-def simumax_b200_bf16(peak_bf16):
-    """SimuMax's B200 GEMM efficiencies as (M, N, K) -> TFLOP/s points, one per shape."""
+def measured_points(path, shape_of, peak_bf16):
+    """Efficiencies of `path` (a CSV with m, n, k, efficiency) as (m, n, k) -> TFLOP/s points:
+    `shape_of(row)` names a row's shape in wallsim's coordinates, or None to leave it out; one
+    point per shape, the median of its rows."""
     by_shape = {}
-    with open(SIMUMAX_B200_GEMM, encoding="utf-8") as f:
+    with open(path, encoding="utf-8") as f:
         for row in csv.DictReader(f):
-            m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
-            if row["b"] != "1":
-                raise ValueError("simumax_b200_gemm.csv: batched entry " + str(row))
-            if row["layout"] == "NT":
-                if row["out_dtype"] != "fp32":
-                    continue
-                shape = (n, m, k)
-            else:
-                shape = (m, n, k)
-            by_shape.setdefault(shape, []).append(float(row["efficiency"]))
+            shape = shape_of(row)
+            if shape is not None:
+                by_shape.setdefault(shape, []).append(float(row["efficiency"]))
     return [
         {"m": m, "n": n, "k": k, "tflops": round(statistics.median(e) * peak_bf16, 1)}
         for (m, n, k), e in sorted(by_shape.items())
     ]
+
+
+def simumax_b200_shape(row):
+    """A simumax_b200_gemm.csv row's (M, N, K) as wallsim times its pass (None: left out)."""
+    m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
+    if row["b"] != "1":
+        raise ValueError("simumax_b200_gemm.csv: batched entry " + str(row))
+    if row["layout"] == "NT":
+        return (n, m, k) if row["out_dtype"] == "fp32" else None
+    return (m, n, k)
+
+
+def simumax_b200_bf16(peak_bf16):
+    """SimuMax's B200 GEMM efficiencies as (M, N, K) -> TFLOP/s points, one per shape."""
+    return measured_points(SIMUMAX_B200_GEMM, simumax_b200_shape, peak_bf16)
+
+
+# docs/reference/blackwell.md §3.2: grouped GEMMs measured on the same node.
+SIMUMAX_B200_GROUPED = os.path.join(ROOT, "docs", "reference", "simumax_b200_grouped_gemm.csv")
+SIMUMAX_B200_GROUPED_SOURCE = (
+    "docs/reference/blackwell.md §3.2: grouped GEMMs (one kernel over ng equal expert problems) "
+    "measured on the same 8x B200 node (MooreThreads/SimuMax @e691807a7ef8 "
+    "configs/system/b200_bf16_ceperm.json, accelerator.op.group_matmul), bf16, efficiency x 2250 "
+    "TFLOP/s [M]; ng = 20-256 problems of 128-9832 rows, 24,640 or 32,768 rows in all. "
+    "Coordinates are one problem's (m, n, k) as wallsim times each pass: forward (M, N, K), data "
+    "gradient (M, K, N), weight gradient (K, N, M) with the fp32 main_grad accumulation "
+    "(Megatron's default; the bf16 entries left out); forward and data gradient entries of both "
+    "main_grad settings are the same kernel and are pooled; one point per shape, the median "
+    "(docs/reference/simumax_b200_grouped_gemm.csv)"
+)
+
+
+def simumax_b200_grouped_shape(row):
+    """A simumax_b200_grouped_gemm.csv row's problem (m, n, k) as wallsim times its pass."""
+    m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
+    if row["dtype"] != "bf16":
+        raise ValueError("simumax_b200_grouped_gemm.csv: not bf16: " + str(row))
+    stage = row["stage"]
+    if stage == "fwd":
+        return (m, n, k)
+    if stage == "bwd_grad_act":
+        return (m, k, n)
+    if stage == "bwd_grad_w":
+        return (k, n, m) if row["main_grad_dtype"] == "fp32" else None
+    raise ValueError("simumax_b200_grouped_gemm.csv: unknown stage " + stage)
+
+
+def simumax_b200_grouped_bf16(peak_bf16):
+    """SimuMax's B200 grouped-GEMM efficiencies as per-problem (m, n, k) -> TFLOP/s points."""
+    return measured_points(SIMUMAX_B200_GROUPED, simumax_b200_grouped_shape, peak_bf16)
 
 
 # Memory-bound: docs/reference/blackwell.md §4. B300 clone ceiling ~6.3 TB/s of 8.0; B200 RMSNorm
@@ -241,12 +286,20 @@ def gemm_section(gpu):
     }
     best = dict(gpu["best"])
     best["fp4"] = round(gpu["best"]["fp8"] * factor, 1)
-    return {
+    section = {
         "best_tflops": best,
         "tile_m": 128,
         "tile_n": 256,
         "measured": measured,
     }
+    if gpu.get("bf16_gemm") == "simumax_b200":
+        section["grouped_measured"] = {
+            "bf16": {
+                "source": SIMUMAX_B200_GROUPED_SOURCE,
+                "points": simumax_b200_grouped_bf16(gpu["peak"]["bf16"]),
+            }
+        }
+    return section
 
 
 def dtype_label(dtype):

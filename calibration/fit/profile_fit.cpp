@@ -84,6 +84,12 @@ void apply_gemm(const GemmFit& fit, const GpuProfile& gpu_profile, Patch& patch)
                       {"tflops", p.flops_per_s / 1e12}});
     }
     gemm["measured"][std::string(dtype_name(dtype))] = {{"source", patch.note}, {"points", rows}};
+    // A base's grouped table was measured beside its dense one, not beside these points: the
+    // fitted profile folds grouped GEMMs into its own table instead.
+    if (gemm.contains("grouped_measured")) {
+      gemm["grouped_measured"].erase(std::string(dtype_name(dtype)));
+      if (gemm["grouped_measured"].empty()) gemm.erase("grouped_measured");
+    }
   }
   // The fitted tables replace the base's; the falloff stays only for a dtype still without one.
   const bool every_dtype_tabled =

@@ -89,9 +89,22 @@ Time GpuModel::gemm(const GemmShape& shape, Dtype dtype, int sms_available) cons
 
 Time GpuModel::grouped_gemm(const GroupedGemmShape& shape, Dtype dtype, int sms_available) const {
   for (const GemmShape& problem : shape.problems) check_gemm_shape(problem);
-  const GemmShape folded = fold_grouped_gemm(shape, profile_.gemm.tile_m);
-  const double compute_s = gemm_compute_s(folded, dtype, sms_available);
-  return gemm_time(grouped_gemm_flops(shape), grouped_gemm_bytes(shape, dtype), compute_s);
+  const double flops = grouped_gemm_flops(shape);
+  double compute_s = 0;
+  if (const GemmTable* grouped = profile_.gemm.grouped_table(dtype)) {
+    // The grouped kernel measured at its mean problem; like the dense tables, the measurement
+    // ran on every SM.
+    check_sms(sms_available);
+    const MeanGroupedProblem mean = mean_grouped_problem(shape);
+    if (mean.problems > 0) {
+      compute_s =
+          flops / grouped->flops_per_s(mean.m, mean.n, mean.k) * profile_.sms / sms_available;
+    }
+  } else {
+    const GemmShape folded = fold_grouped_gemm(shape, profile_.gemm.tile_m);
+    compute_s = gemm_compute_s(folded, dtype, sms_available);
+  }
+  return gemm_time(flops, grouped_gemm_bytes(shape, dtype), compute_s);
 }
 
 Time GpuModel::attention(AttentionKernel kernel, AttentionPass pass, const AttentionShape& shape,

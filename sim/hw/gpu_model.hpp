@@ -8,8 +8,10 @@
 //                 wave_floor_s(tiles, k, sms_available) (wave_quantization.hpp)
 //               without one: FLOPs / (peak · best_fraction · size_falloff(FLOPs)
 //                                     · wave_efficiency(tiles, sms_available) · sms_available/sms)
-//   grouped     one kernel over several problems: the compute time of the single GEMM
-//   GEMM        fold_grouped_gemm gives (grouped_gemm.hpp), the bytes of all problems
+//   grouped     one kernel over several problems: with a measured grouped table for the dtype,
+//   GEMM        FLOPs / table FLOP/s(mean problem: rows per problem, n, rows-weighted k)
+//               · sms / sms_available; without one, the compute time of the single GEMM
+//               fold_grouped_gemm gives (grouped_gemm.hpp); the bytes of all problems
 //   attention   FLOPs / (table FLOP/s(kernel, pass, causal, head_dim, seq_kv)
 //                       · sms_available / sms)
 //   memory      bytes / (HBM bandwidth · hbm_efficiency(bytes)), whatever sms_available is

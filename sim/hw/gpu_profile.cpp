@@ -122,6 +122,9 @@ GemmEfficiency parse_gemm(JsonObject& gemm, const std::map<Dtype, DtypeCompute>&
   out.tile_m = static_cast<int>(gemm.integer("tile_m", 1, 4096));
   out.tile_n = static_cast<int>(gemm.integer("tile_n", 1, 4096));
   if (auto measured = gemm.find("measured")) out.measured = parse_measured(*measured, compute);
+  if (auto grouped = gemm.find("grouped_measured")) {
+    out.grouped_measured = parse_measured(*grouped, compute);
+  }
   if (out.measured.size() < compute.size()) {
     if (!gemm.has("size_falloff")) {
       const auto without = std::find_if(compute.begin(), compute.end(), [&](const auto& c) {

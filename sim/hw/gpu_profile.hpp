@@ -40,9 +40,18 @@ struct GemmEfficiency {
   // on top of the best-shape fraction (1 for large GEMMs, less for small ones). Empty when every
   // dtype has a table.
   LogCurve size_falloff;
+  // Measured grouped kernels (one kernel over the experts of an MoE layer), per dtype, by the
+  // shape of their mean problem: m = a problem's rows, n, and k (gemm_table.hpp). A dtype
+  // listed here times grouped GEMMs by this table; otherwise by folding the problems into one
+  // GEMM of `measured` (gpu_model.hpp). Optional.
+  std::map<Dtype, GemmTable> grouped_measured;
   const GemmTable* table(Dtype dtype) const {
     const auto found = measured.find(dtype);
     return found == measured.end() ? nullptr : &found->second;
+  }
+  const GemmTable* grouped_table(Dtype dtype) const {
+    const auto found = grouped_measured.find(dtype);
+    return found == grouped_measured.end() ? nullptr : &found->second;
   }
 };
 

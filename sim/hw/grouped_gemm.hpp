@@ -56,4 +56,33 @@ inline GemmShape fold_grouped_gemm(const GroupedGemmShape& g, std::int64_t tile_
   return {rows, g.problems.front().n, k};
 }
 
+// The mean problem of a grouped kernel, in the coordinates of a measured grouped table
+// (GemmEfficiency::grouped_measured): m = rows per problem (m·batch) averaged over the problems
+// with work, n, and the rows-weighted mean k (the weight gradient's problems differ in k);
+// `problems` counts them. Problems with no rows or no k are skipped, as in fold_grouped_gemm.
+struct MeanGroupedProblem {
+  double m = 0;
+  double n = 0;
+  double k = 0;
+  int problems = 0;
+};
+
+inline MeanGroupedProblem mean_grouped_problem(const GroupedGemmShape& g) {
+  MeanGroupedProblem mean;
+  double rows = 0, row_k = 0;
+  for (const GemmShape& p : g.problems) {
+    if (p.n != g.problems.front().n) throw std::invalid_argument("grouped GEMM n must agree");
+    if (p.m * p.batch <= 0 || p.k <= 0) continue;
+    const double r = static_cast<double>(p.m) * static_cast<double>(p.batch);
+    rows += r;
+    row_k += r * static_cast<double>(p.k);
+    ++mean.problems;
+  }
+  if (mean.problems == 0) return mean;
+  mean.m = rows / mean.problems;
+  mean.n = static_cast<double>(g.problems.front().n);
+  mean.k = row_k / rows;
+  return mean;
+}
+
 }  // namespace wallsim

@@ -79,3 +79,17 @@ TEST_CASE("a fit of kernels alone keeps the base's comm section") {
   CHECK(fit.document["gpu"]["gemm"] == test::h100_document()["gpu"]["gemm"]);
   CHECK(fit.document["gpu"]["kernel_launch_overhead_us"] != 1.0);
 }
+
+TEST_CASE("a fitted GEMM table drops the base's grouped table of that dtype") {
+  // The base's grouped measurements came from another machine's dense table: once the dense
+  // table is the user's, grouped GEMMs fold into it.
+  nlohmann::json base = test::h100_document();
+  base["gpu"]["gemm"]["grouped_measured"]["bf16"] = {
+      {"source", "test"}, {"points", {{{"m", 1024}, {"n", 4096}, {"k", 7168}, {"tflops", 500}}}}};
+  const ProfileFit fit = fit_profile(base, "b", {recorded_files()[0]}, std::nullopt);
+  CHECK_FALSE(fit.document["gpu"]["gemm"].contains("grouped_measured"));
+  // A kernel fit without GEMMs keeps it.
+  const ProfileFit memory = fit_profile(base, "b", {recorded_files()[2]}, std::nullopt);
+  CHECK(memory.document["gpu"]["gemm"]["grouped_measured"] ==
+        base["gpu"]["gemm"]["grouped_measured"]);
+}

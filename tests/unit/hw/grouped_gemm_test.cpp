@@ -88,3 +88,48 @@ TEST_CASE("a GEMM's time never falls as m, n or k grows (whole H100 model, both 
     }
   }
 }
+
+TEST_CASE("a grouped GEMM's mean problem: rows per problem with work, n, rows-weighted k",
+          "[hw][grouped]") {
+  // 100 and 300 rows (an expert with none skipped): m = 400 / 2 = 200 per problem.
+  const MeanGroupedProblem forward = mean_grouped_problem(experts({100, 0, 300}, 4096, 2048));
+  CHECK(forward.problems == 2);
+  CHECK(forward.m == 200);
+  CHECK(forward.n == 4096);
+  CHECK(forward.k == 2048);
+  // Weight gradients share m and differ in k: k = (128·100 + 128·300) / 256 = 200.
+  GroupedGemmShape wgrad;
+  wgrad.problems = {{128, 4096, 100}, {128, 4096, 300}, {128, 4096, 0}};
+  const MeanGroupedProblem w = mean_grouped_problem(wgrad);
+  CHECK(w.problems == 2);
+  CHECK(w.m == 128);
+  CHECK(w.k == 200);
+  CHECK(mean_grouped_problem(experts({0, 0}, 4096, 2048)).problems == 0);
+  CHECK_THROWS_AS(mean_grouped_problem({{{1, 2, 3}, {1, 4, 3}}}), std::invalid_argument);
+}
+
+TEST_CASE("on B200 a grouped GEMM runs at the grouped table's rate for its mean problem",
+          "[hw][grouped]") {
+  static const GpuModel b200(test::load_shipped_gpu("b200"));
+  const Time launch = b200.profile().kernel_launch_overhead;
+  // DeepSeek-V3's fc1 forward over 32 local experts of 1,024 rows (n = 2·2048, k = 7168), as
+  // SimuMax measured it on its B200 node: efficiencies 0.458024 and 0.457111 of 2250 TFLOP/s
+  // (docs/reference/simumax_b200_grouped_gemm.csv), median 0.457567 → 1029.5 TFLOP/s.
+  // Compute-bound: 1.92 TFLOP take 1.87 ms, the 2.6 GB of the 32 problems under 0.5 ms.
+  const auto fc1 = experts(std::vector<std::int64_t>(32, 1024), 4096, 7168);
+  const double busy = (b200.grouped_gemm(fc1, Dtype::kBf16, 148) - launch).seconds();
+  CHECK(grouped_gemm_flops(fc1) / busy == Approx(1029.5e12).epsilon(1e-6));
+  // Folded into one 32,768-row GEMM of the dense table it would run faster: the per-problem
+  // weights and tails are what the grouped measurement adds.
+  const double folded =
+      b200.gemm_compute_s(fold_grouped_gemm(fc1, b200.profile().gemm.tile_m), Dtype::kBf16, 148);
+  CHECK(folded < busy);
+  // A comm kernel's SMs slow it in proportion, as for dense GEMMs.
+  const double shared = (b200.grouped_gemm(fc1, Dtype::kBf16, 74) - launch).seconds();
+  CHECK(shared == Approx(2 * busy).epsilon(1e-9));
+  // FP8 has no grouped table on B200: it folds into the dense fp8 table.
+  const double fp8 = (b200.grouped_gemm(fc1, Dtype::kFp8, 148) - launch).seconds();
+  const double fp8_folded =
+      b200.gemm_compute_s(fold_grouped_gemm(fc1, b200.profile().gemm.tile_m), Dtype::kFp8, 148);
+  CHECK(fp8 == Approx(fp8_folded).epsilon(1e-9));
+}
