@@ -143,8 +143,9 @@ XLA_SOURCE = (
     "docs/reference/blackwell.md §3: OpenXLA's sm_100 matmul interpolation table, "
     "version C (tensorflow/tensorflow @a305421c45a1 third_party/xla/xla/backends/gpu/cost_model/"
     "matmul_interpolator_data.h), {dtype} [M]. The table does not name its GPU; it is used as "
-    "published on B200, GB200, B300 and GB300 (the MAMF best shapes of the three measured parts "
-    "lie within 5% of one another in bf16 and 8% in fp8, §2). Batch folded into m (rows = b*m), "
+    "published on GB200, B300 and GB300 and for B200's FP8 (the MAMF best shapes of the three "
+    "measured parts lie within 5% of one another in bf16 and 8% in fp8, §2; B200's BF16 table is "
+    "a B200 node's measurement, §3.1). Batch folded into m (rows = b*m), "
     "every (rows, n, k) appears once (b = 2 and 4 rows only)"
 )
 
