@@ -1,6 +1,7 @@
 #include "sim/hw/gemm_table.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -89,23 +90,40 @@ void GemmTable::fill_grid() {
   const std::size_t nm = axis_[0].size(), nn = axis_[1].size(), nk = axis_[2].size();
   log2_t_.assign(nm * nn * nk, 0.0);
   std::vector<bool> measured(log2_t_.size(), false);
+  // gemm_idw_weight's distance with the logarithms taken once per axis value and per point
+  // (a grid of ~40,000 nodes over ~400 points would otherwise take 64 M logarithms).
+  struct LogPoint {
+    double m, n, k, rate;
+  };
+  std::vector<LogPoint> logs;
+  logs.reserve(points_.size());
+  for (const MeasuredGemm& p : points_) {
+    logs.push_back({std::log2(p.m), std::log2(p.n), std::log2(p.k), std::log2(p.flops_per_s)});
+  }
+  std::array<std::vector<double>, 3> log_axis;
+  for (std::size_t a = 0; a < 3; ++a) {
+    for (const double v : axis_[a]) log_axis[a].push_back(std::log2(v));
+  }
   for (std::size_t i = 0; i < nm; ++i) {
     for (std::size_t j = 0; j < nn; ++j) {
       for (std::size_t l = 0; l < nk; ++l) {
-        const double m = axis_[0][i], n = axis_[1][j], k = axis_[2][l];
         double weights = 0, weighted_log_rate = 0;
-        for (const MeasuredGemm& p : points_) {
-          const double w = gemm_idw_weight(p, m, n, k);
-          if (std::isinf(w)) {
+        for (const LogPoint& p : logs) {
+          const double dm = log_axis[0][i] - p.m, dn = log_axis[1][j] - p.n;
+          const double dk = log_axis[2][l] - p.k;
+          const double d2 = dm * dm + dn * dn + dk * dk;
+          if (d2 == 0) {
             measured[node(i, j, l)] = true;
             weights = 1;
-            weighted_log_rate = std::log2(p.flops_per_s);
+            weighted_log_rate = p.rate;
             break;
           }
+          const double w = 1.0 / (d2 * d2);
           weights += w;
-          weighted_log_rate += w * std::log2(p.flops_per_s);
+          weighted_log_rate += w * p.rate;
         }
-        log2_t_[node(i, j, l)] = log2_time(m, n, k, std::exp2(weighted_log_rate / weights));
+        log2_t_[node(i, j, l)] = log2_time(axis_[0][i], axis_[1][j], axis_[2][l],
+                                           std::exp2(weighted_log_rate / weights));
       }
     }
   }
