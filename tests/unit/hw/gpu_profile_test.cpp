@@ -185,3 +185,19 @@ TEST_CASE("sources are documentation: any keys, string values only", "[hw][profi
   gpu["sources"]["sms"] = 132;
   CHECK_THROWS_WITH(parse_section(gpu), Contains("gpu.sources.sms"));
 }
+
+TEST_CASE("a grouped GEMM table is read like a dense one and rejected at its bad entry",
+          "[hw][profile]") {
+  // b200 ships one: 60 problem shapes of SimuMax's grouped measurements, bf16 only.
+  const GpuProfile b200 = parse_section(shipped_section("b200"));
+  REQUIRE(b200.gemm.grouped_table(Dtype::kBf16) != nullptr);
+  CHECK(b200.gemm.grouped_table(Dtype::kBf16)->points().size() == 60);
+  CHECK(b200.gemm.grouped_table(Dtype::kFp8) == nullptr);
+  CHECK(parse_section(shipped_section("h100-sxm")).gemm.grouped_table(Dtype::kBf16) == nullptr);
+  auto unknown = shipped_section("b200");
+  unknown["gemm"]["grouped_measured"]["int8"] = unknown["gemm"]["grouped_measured"]["bf16"];
+  CHECK_THROWS_WITH(parse_section(unknown), Contains("gpu.gemm.grouped_measured.int8"));
+  auto empty = shipped_section("b200");
+  empty["gemm"]["grouped_measured"]["bf16"]["points"] = nlohmann::json::array();
+  CHECK_THROWS_WITH(parse_section(empty), Contains("gpu.gemm.grouped_measured.bf16.points"));
+}
