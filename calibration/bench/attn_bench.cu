@@ -71,9 +71,10 @@ Dims per_row(const Shape& x) {
   return {x.batch, x.heads, x.seq, 1};
 }
 
-// The transposed view [b, h, s_kv, s_q] of a score-shaped virtual tensor.
+// The transposed view [b, h, s_kv, s_q] of a score-shaped virtual tensor, in bf16: cuDNN's
+// fused engines take both matmul operands in the I/O type.
 const Descriptor& transpose_scores(GraphBuilder& g, const Shape& x, const Descriptor& in) {
-  const Descriptor& out = g.virtual_tensor({x.batch, x.heads, x.seq, x.seq}, CUDNN_DATA_FLOAT,
+  const Descriptor& out = g.virtual_tensor({x.batch, x.heads, x.seq, x.seq}, CUDNN_DATA_BFLOAT16,
                                            {x.heads * x.seq * x.seq, x.seq * x.seq, 1, x.seq});
   g.reshape(in, out);
   return out;
@@ -112,7 +113,22 @@ const Descriptor& masked_logits(GraphBuilder& g, const Shape& x, const Inputs& i
   return masked;
 }
 
-void build_forward(GraphBuilder& g, const Shape& x) {
+// Forward graph variants, tried in order until one gets an engine: the softmax output P enters
+// the second matmul in bf16 (cuDNN's engines take both operands in the I/O type), written by
+// the division itself or by a cast after it.
+struct ForwardVariant {
+  bool cast_after_softmax;
+};
+constexpr ForwardVariant kForwardVariants[] = {{false}, {true}};
+
+// `io` is a bf16 copy of the fp32 virtual tensor `in` (a pointwise identity).
+const Descriptor& to_bf16(GraphBuilder& g, const Dims& dims, const Descriptor& in) {
+  const Descriptor& io = g.virtual_tensor(dims, CUDNN_DATA_BFLOAT16);
+  g.pointwise(CUDNN_POINTWISE_IDENTITY, in, nullptr, io);
+  return io;
+}
+
+void build_forward(GraphBuilder& g, const Shape& x, ForwardVariant variant) {
   const Inputs in = make_inputs(g, x);
   const Descriptor& logits = masked_logits(g, x, in);
   const Descriptor& max = g.virtual_tensor(per_row(x));
@@ -127,19 +143,25 @@ void build_forward(GraphBuilder& g, const Shape& x) {
   g.pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, log_sum);
   const Descriptor& stats = g.tensor({kStats, CUDNN_DATA_FLOAT, per_row(x), {}});
   g.pointwise(CUDNN_POINTWISE_ADD, max, &log_sum, stats);
-  const Descriptor& p = g.virtual_tensor(scores(x));
+  const Descriptor& p = g.virtual_tensor(
+      scores(x), variant.cast_after_softmax ? CUDNN_DATA_FLOAT : CUDNN_DATA_BFLOAT16);
   g.pointwise(CUDNN_POINTWISE_DIV, exp, &sum, p);
-  g.matmul(p, g.tensor(bshd(kV, x, x.kv_heads)), g.tensor(bshd(kO, x, x.heads)));
+  const Descriptor& p_io = variant.cast_after_softmax ? to_bf16(g, scores(x), p) : p;
+  g.matmul(p_io, g.tensor(bshd(kV, x, x.kv_heads)), g.tensor(bshd(kO, x, x.heads)));
 }
 
 // Backward graph variants, tried in this order until one gets an engine: whether the row sum
-// D = rowsum(dO ∘ O) is a tensor in memory or virtual, and whether dQ is accumulated in fp32
-// first (then copied to bf16). cuDNN releases differ in which of these their engine matches.
+// D = rowsum(dO ∘ O) is a tensor in memory or virtual, whether dQ is accumulated in fp32
+// first (then copied to bf16), and whether P is cast to bf16 before its transpose or by the
+// transpose. cuDNN releases differ in which of these their engine matches.
 struct BackwardVariant {
   bool row_sum_in_memory;
   bool dq_accumulator;
+  bool cast_p;
 };
-constexpr BackwardVariant kBackwardVariants[] = {{true, false}, {true, true}, {false, false}};
+constexpr BackwardVariant kBackwardVariants[] = {{true, false, false},  {true, false, true},
+                                                 {true, true, false},   {true, true, true},
+                                                 {false, false, false}, {false, false, true}};
 
 // D = rowsum(dO ∘ O).
 const Descriptor& output_row_sum(GraphBuilder& g, const Shape& x, const Descriptor& d_out,
@@ -164,7 +186,8 @@ void build_backward(GraphBuilder& g, const Shape& x, BackwardVariant variant) {
   g.pointwise(CUDNN_POINTWISE_SUB, logits, &stats, shifted);
   const Descriptor& p = g.virtual_tensor(scores(x));
   g.pointwise(CUDNN_POINTWISE_EXP, shifted, nullptr, p);
-  g.matmul(transpose_scores(g, x, p), d_out, g.tensor(bshd(kDV, x, x.kv_heads)));
+  const Descriptor& p_for_dv = variant.cast_p ? to_bf16(g, scores(x), p) : p;
+  g.matmul(transpose_scores(g, x, p_for_dv), d_out, g.tensor(bshd(kDV, x, x.kv_heads)));
 
   const Descriptor& dp = g.virtual_tensor(scores(x));
   g.matmul(d_out, g.tensor(bshd(kV, x, x.kv_heads, true)), dp);
@@ -172,7 +195,7 @@ void build_backward(GraphBuilder& g, const Shape& x, BackwardVariant variant) {
   g.pointwise(CUDNN_POINTWISE_SUB, dp, &row_sum, centred);
   const Descriptor& weighted = g.virtual_tensor(scores(x));
   g.pointwise(CUDNN_POINTWISE_MUL, centred, &p, weighted);
-  const Descriptor& ds = g.virtual_tensor(scores(x));
+  const Descriptor& ds = g.virtual_tensor(scores(x), CUDNN_DATA_BFLOAT16);
   g.pointwise(CUDNN_POINTWISE_MUL, weighted, &in.scale, ds);
 
   const Descriptor& k = g.tensor(bshd(kK, x, x.kv_heads));
@@ -310,20 +333,34 @@ bench::JsonObject point(const Shape& x, const char* pass, double time_s) {
 }
 
 // The forward point of `x`, then its backward point (which reads the forward's O and Stats).
-// Backward variants are tried from `variant` on; `variant` keeps the one that worked.
-void measure(cudnnHandle_t handle, Buffers& buffers, const Shape& x, std::size_t& variant,
-             std::vector<bench::JsonObject>& points) {
+// Variants of each pass are tried from the one that worked last (`forward`, `backward`) on,
+// and the one that works is kept for the next shape.
+void measure(cudnnHandle_t handle, Buffers& buffers, const Shape& x, std::size_t& forward,
+             std::size_t& variant, std::vector<bench::JsonObject>& points) {
   buffers.scale = 1.0f / std::sqrt(static_cast<float>(x.head_dim));
-  try {
-    const double t = time_graph(
-        handle, buffers, [&](GraphBuilder& g) { build_forward(g, x); }, forward_uids(x));
-    if (!output_is_finite(buffers, x)) throw bench::CudnnError("output is not finite");
-    points.push_back(point(x, "forward", t));
-  } catch (const bench::CudnnError& e) {
-    std::fprintf(stderr, "attn_bench: forward %s skipped: %s\n", describe(x).c_str(), e.what());
+  std::string why;
+  constexpr std::size_t kForward = std::size(kForwardVariants);
+  bool measured = false;
+  for (std::size_t i = 0; i < kForward && !measured; ++i) {
+    const std::size_t v = (forward + i) % kForward;
+    try {
+      const double t = time_graph(
+          handle, buffers, [&](GraphBuilder& g) { build_forward(g, x, kForwardVariants[v]); },
+          forward_uids(x));
+      if (!output_is_finite(buffers, x)) throw bench::CudnnError("output is not finite");
+      points.push_back(point(x, "forward", t));
+      forward = v;
+      measured = true;
+    } catch (const bench::CudnnError& e) {
+      why +=
+          std::string(why.empty() ? "" : "; ") + "variant " + std::to_string(v) + ": " + e.what();
+    }
+  }
+  if (!measured) {
+    std::fprintf(stderr, "attn_bench: forward %s skipped: %s\n", describe(x).c_str(), why.c_str());
     return;
   }
-  std::string why;
+  why.clear();
   constexpr std::size_t kVariants = std::size(kBackwardVariants);
   for (std::size_t i = 0; i < kVariants; ++i) {
     const std::size_t v = (variant + i) % kVariants;
@@ -391,11 +428,11 @@ int main(int argc, char** argv) {
   }
   Buffers buffers(elements, rows);
   std::vector<bench::JsonObject> points;
-  std::size_t variant = 0;
+  std::size_t forward = 0, variant = 0;
   const bench::Budget budget(flags.max_seconds);
   for (const Shape& x : shapes) {
     if (bench::stop_for_budget(budget, "attn_bench", points.size())) break;
-    measure(handle, buffers, x, variant, points);
+    measure(handle, buffers, x, forward, variant, points);
   }
   cudnnDestroy(handle);
   if (points.empty()) {

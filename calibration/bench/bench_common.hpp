@@ -131,6 +131,41 @@ double median_time_s(Launch launch, int warmup = 3, int reps = 10, int inner = 1
   return times[times.size() / 2];
 }
 
+// The stream graph timings capture on (capture needs a stream other than the legacy default).
+inline cudaStream_t bench_stream() {
+  static const cudaStream_t stream = [] {
+    cudaStream_t s;
+    BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return s;
+  }();
+  return stream;
+}
+
+// Seconds per call of `launch` (which issues its work on `stream`) replayed from a CUDA graph
+// of `inner` back-to-back calls: the median of `reps` timed replays after `warmup` eager calls
+// and one untimed replay. A point is then the device's time per call plus the device-side gap
+// between kernels, free of the host's launch rate: issued eagerly from a slow host, small
+// kernels time the CPU (the profile's `host` section models that cost, not the GPU's tables).
+template <typename Launch>
+double median_graph_time_s(Launch launch, cudaStream_t stream, int warmup = 3, int reps = 10,
+                           int inner = 20) {
+  for (int i = 0; i < warmup; ++i) launch();
+  BENCH_CHECK_CUDA(cudaStreamSynchronize(stream));
+  cudaGraph_t graph;
+  BENCH_CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < inner; ++i) launch();
+  BENCH_CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  BENCH_CHECK_CUDA(cudaGraphLaunch(exec, stream));
+  BENCH_CHECK_CUDA(cudaStreamSynchronize(stream));
+  const double replay_s =
+      median_time_s([&] { BENCH_CHECK_CUDA(cudaGraphLaunch(exec, stream)); }, 0, reps, 1, stream);
+  BENCH_CHECK_CUDA(cudaGraphExecDestroy(exec));
+  BENCH_CHECK_CUDA(cudaGraphDestroy(graph));
+  return replay_s / inner;
+}
+
 // --out FILE (default <tool>.raw.json), --quick (fewer points, for a smoke run) and
 // --max-seconds S (stop sweeping once S seconds have passed and write the points so far).
 struct Flags {

@@ -1,8 +1,9 @@
 // gemm_bench: cuBLASLt GEMM throughput in bf16 and fp8 (e4m3 in, bf16 out, fp32 accumulate),
 // over a generic grid, optional model shapes (--shapes FILE: lines "m n k [batch]"), and
 // grouped (strided-batched) GEMMs over expert counts and tokens per expert. Layout TN, as
-// cuBLASLt requires for fp8. Each point is the median of 10 timed runs after 3 warm-ups, with
-// the kernel's launch gap included (5 back-to-back calls per run). Writes raw JSON "gemm".
+// cuBLASLt requires for fp8. Each point is the median of 7 timed replays of a CUDA graph of 10
+// back-to-back calls, after 3 warm-ups: device time per call with the device-side launch gap
+// included, the host's launch rate left out (bench_common.hpp). Writes raw JSON "gemm".
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
@@ -60,6 +61,7 @@ double time_gemm(cublasLtHandle_t lt, const Shape& s, bool fp8, void* workspace)
   BENCH_CHECK_CUDA(cudaMalloc(&d, s.m * s.n * s.batch * 2));
   fill_kernel<<<1024, 256>>>(a, s.m * s.k * s.batch * in_bytes, fp8);
   fill_kernel<<<1024, 256>>>(b, s.k * s.n * s.batch * in_bytes, fp8);
+  BENCH_CHECK_CUDA(cudaDeviceSynchronize());
 
   cublasLtMatmulDesc_t op;
   BENCH_CHECK_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -87,12 +89,13 @@ double time_gemm(cublasLtHandle_t lt, const Shape& s, bool fp8, void* workspace)
   double t = -1;
   if (found > 0) {
     const float alpha = 1.0f, beta = 0.0f;
-    t = bench::median_time_s(
+    const cudaStream_t stream = bench::bench_stream();
+    t = bench::median_graph_time_s(
         [&] {
           BENCH_CHECK_LT(cublasLtMatmul(lt, op, &alpha, a, la, b, lb, &beta, d, ld, d, ld,
-                                        &heuristic.algo, workspace, kWorkspaceBytes, nullptr));
+                                        &heuristic.algo, workspace, kWorkspaceBytes, stream));
         },
-        3, 10, 5);
+        stream, 3, 7, 10);
   }
   cublasLtMatmulPreferenceDestroy(pref);
   cublasLtMatrixLayoutDestroy(la);

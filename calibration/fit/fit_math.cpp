@@ -92,4 +92,12 @@ std::vector<CurvePoint> monotone_efficiency(std::vector<CurvePoint> curve, doubl
   return curve;
 }
 
+std::vector<CurvePoint> capped_by_larger(std::vector<CurvePoint> curve, double floor) {
+  for (std::size_t i = curve.size(); i-- > 0;) {
+    if (i + 1 < curve.size()) curve[i].y = std::min(curve[i].y, curve[i + 1].y);
+    curve[i].y = std::clamp(curve[i].y, floor, 1.0);
+  }
+  return curve;
+}
+
 }  // namespace wallsim

@@ -37,6 +37,12 @@ std::vector<CurvePoint> median_by_log2_bin(const std::vector<CurvePoint>& sample
 // to [floor, 1].
 std::vector<CurvePoint> monotone_efficiency(std::vector<CurvePoint> curve, double floor = 1e-6);
 
+// A curve of efficiencies made non-decreasing in x by capping each point at every later
+// point's value (the lower envelope from the right) and clamped to [floor, 1]. Unlike the
+// isotonic fit, a bump at middle x (transfers that stay in the L2 cache when repeated) cannot
+// lift the large-x end, which keeps its measured value.
+std::vector<CurvePoint> capped_by_larger(std::vector<CurvePoint> curve, double floor = 1e-6);
+
 // Relative error of a prediction against a measurement: (predicted − measured) / measured.
 inline double relative_error(double predicted, double measured) {
   return (predicted - measured) / measured;

@@ -51,14 +51,17 @@ double best_fraction(const std::vector<CurvePoint>& samples) {
   return std::min(1.0, quantile(large, kBestQuantile));
 }
 
+// Dense points (batch 1) key the dense table by (m, n, k); grouped points (batch > 1, `batch`
+// equal problems) key the grouped table by their mean problem, which is each problem's (m, n, k)
+// (grouped_gemm.hpp's mean_grouped_problem).
 std::vector<MeasuredGemm> measured_table(const std::vector<GemmPoint>& points, Dtype dtype,
-                                         const GpuProfile& profile) {
+                                         bool grouped, const GpuProfile& profile) {
   using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
   std::map<Shape, std::vector<double>> rates;
   for (const GemmPoint& p : points) {
-    if (p.dtype != dtype || !compute_bound(p, profile)) continue;
+    if (p.dtype != dtype || (p.shape.batch > 1) != grouped || !compute_bound(p, profile)) continue;
     const double run_s = run_time_s(p.time_s, profile.kernel_launch_overhead.us());
-    rates[{p.shape.m * p.shape.batch, p.shape.n, p.shape.k}].push_back(gemm_flops(p.shape) / run_s);
+    rates[{p.shape.m, p.shape.n, p.shape.k}].push_back(gemm_flops(p.shape) / run_s);
   }
   std::vector<MeasuredGemm> table;
   for (const auto& [shape, samples] : rates) {
@@ -90,7 +93,7 @@ std::optional<MemoryFit> fit_memory(const std::vector<MemoryPoint>& points, doub
   MemoryFit fit;
   fit.launch_overhead_us = std::max(0.0, line.intercept * 1e6);
   fit.streaming_Bps = 1.0 / line.slope;
-  fit.hbm_efficiency = monotone_efficiency(
+  fit.hbm_efficiency = capped_by_larger(
       median_by_log2_bin(hbm_efficiency_samples(points, fit.launch_overhead_us, hbm_peak_Bps)));
   return fit;
 }
@@ -112,7 +115,9 @@ std::optional<GemmFit> fit_gemm(const std::vector<GemmPoint>& points, const GpuP
   }
   fit.size_falloff = monotone_efficiency(median_by_log2_bin(relative));
   for (const auto& [dtype, samples] : by_dtype) {
-    fit.measured[dtype] = measured_table(points, dtype, profile);
+    fit.measured[dtype] = measured_table(points, dtype, false, profile);
+    std::vector<MeasuredGemm> grouped = measured_table(points, dtype, true, profile);
+    if (!grouped.empty()) fit.grouped_measured[dtype] = std::move(grouped);
   }
   return fit;
 }

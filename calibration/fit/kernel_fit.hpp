@@ -34,9 +34,12 @@ std::optional<MemoryFit> fit_memory(const std::vector<MemoryPoint>& points, doub
 struct GemmFit {
   std::map<Dtype, double> best_tflops;   // per dtype measured
   std::vector<CurvePoint> size_falloff;  // relative to best, by FLOPs, non-decreasing, <= 1
-  // Per dtype, the gpu.gemm.measured table: for each (rows = m·batch, n, k) measured, the median
-  // achieved FLOP/s after the launch gap over the compute-bound points of that shape.
+  // Per dtype, the gpu.gemm.measured table: for each dense (batch 1) shape (m, n, k) measured,
+  // the median achieved FLOP/s after the launch gap over the compute-bound points of that shape.
   std::map<Dtype, std::vector<MeasuredGemm>> measured;
+  // Per dtype with grouped points (batch > 1: `batch` equal problems), the
+  // gpu.gemm.grouped_measured table, keyed by one problem's (m, n, k), the same way.
+  std::map<Dtype, std::vector<MeasuredGemm>> grouped_measured;
   int compute_bound_points = 0;
 };
 

@@ -74,7 +74,7 @@ void apply_gemm(const GemmFit& fit, const GpuProfile& gpu_profile, Patch& patch)
         std::min(tflops, gpu_profile.peak_flops(dtype) / 1e12);
     patch.gpu_source("gemm.best_tflops." + std::string(dtype_name(dtype)));
   }
-  for (const auto& [dtype, points] : fit.measured) {
+  const auto gemm_table_json = [&](const std::vector<MeasuredGemm>& points) {
     nlohmann::json rows = nlohmann::json::array();
     for (const MeasuredGemm& p : points) {
       const auto integer = [](double v) { return static_cast<std::int64_t>(std::llround(v)); };
@@ -83,11 +83,19 @@ void apply_gemm(const GemmFit& fit, const GpuProfile& gpu_profile, Patch& patch)
                       {"k", integer(p.k)},
                       {"tflops", p.flops_per_s / 1e12}});
     }
-    gemm["measured"][std::string(dtype_name(dtype))] = {{"source", patch.note}, {"points", rows}};
+    return nlohmann::json{{"source", patch.note}, {"points", rows}};
+  };
+  for (const auto& [dtype, points] : fit.measured) {
+    const std::string name(dtype_name(dtype));
+    gemm["measured"][name] = gemm_table_json(points);
     // A base's grouped table was measured beside its dense one, not beside these points: the
-    // fitted profile folds grouped GEMMs into its own table instead.
-    if (gemm.contains("grouped_measured")) {
-      gemm["grouped_measured"].erase(std::string(dtype_name(dtype)));
+    // fitted profile takes the grouped points measured with them, or else folds grouped GEMMs
+    // into its own dense table.
+    const auto grouped = fit.grouped_measured.find(dtype);
+    if (grouped != fit.grouped_measured.end()) {
+      gemm["grouped_measured"][name] = gemm_table_json(grouped->second);
+    } else if (gemm.contains("grouped_measured")) {
+      gemm["grouped_measured"].erase(name);
       if (gemm["grouped_measured"].empty()) gemm.erase("grouped_measured");
     }
   }

@@ -9,6 +9,7 @@
 #include "calibration/fit/fit_math.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/hw/gpu_model.hpp"
+#include "sim/hw/grouped_gemm.hpp"
 #include "sim/network/model/collective_runner.hpp"
 
 namespace wallsim {
@@ -28,8 +29,20 @@ std::string shape_label(const AttentionShape& s) {
 void predict_kernels(const GpuModel& gpu, const RawFile& raw, std::vector<PointResidual>& out) {
   const int sms = gpu.profile().sms;
   for (const GemmPoint& p : raw.gemm) {
-    out.push_back({"gemm " + std::string(dtype_name(p.dtype)), shape_label(p.shape), p.time_s,
-                   gpu.gemm(p.shape, p.dtype, sms).seconds()});
+    // A point of batch > 1 is a grouped GEMM of `batch` equal problems (the raw format's
+    // meaning), predicted as the simulator times an expert layer's grouped GEMM.
+    Time t;
+    if (p.shape.batch > 1) {
+      GemmShape problem = p.shape;
+      problem.batch = 1;
+      t = gpu.grouped_gemm(GroupedGemmShape{std::vector<GemmShape>(
+                               static_cast<std::size_t>(p.shape.batch), problem)},
+                           p.dtype, sms);
+    } else {
+      t = gpu.gemm(p.shape, p.dtype, sms);
+    }
+    out.push_back(
+        {"gemm " + std::string(dtype_name(p.dtype)), shape_label(p.shape), p.time_s, t.seconds()});
   }
   for (const AttentionPoint& p : raw.attention) {
     const Time t = p.pass == AttentionPass::kForward

@@ -50,3 +50,21 @@ TEST_CASE("an efficiency curve is made non-decreasing and capped at 1") {
   CHECK(curve[2].y == 1.0);
   CHECK(curve[3].y == 1.0);
 }
+
+TEST_CASE("a cache bump does not lift the large end of an HBM curve") {
+  // Bins 3 and 4 are transfers that stay in L2 when repeated (0.95 of HBM peak); large ones
+  // stream at 0.83. Capped by every larger bin, the bump comes down to 0.83 and the large end
+  // keeps its value; pooling adjacent violators would have averaged the bump into it
+  // ((0.95 + 0.95 + 0.83 + 0.83) / 4 = 0.89).
+  const auto curve =
+      capped_by_larger({{1, 0.2}, {2, 0.6}, {3, 0.95}, {4, 0.95}, {5, 0.83}, {6, 0.83}});
+  CHECK(curve[0].y == 0.2);
+  CHECK(curve[1].y == 0.6);
+  CHECK(curve[2].y == 0.83);
+  CHECK(curve[3].y == 0.83);
+  CHECK(curve[5].y == 0.83);
+  CHECK(monotone_efficiency({{3, 0.95}, {4, 0.95}, {5, 0.83}, {6, 0.83}})[3].y == Approx(0.89));
+  // Clamped to [floor, 1] like the isotonic curve.
+  CHECK(capped_by_larger({{1, 1e-9}, {2, 1.2}})[0].y == 1e-6);
+  CHECK(capped_by_larger({{1, 1e-9}, {2, 1.2}})[1].y == 1.0);
+}

@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <set>
+#include <tuple>
+
 #include "calibration/fit/profile_fit.hpp"
 #include "calibration/fit/residuals.hpp"
 #include "sim/core/input_error.hpp"
@@ -80,15 +83,49 @@ TEST_CASE("a fit of kernels alone keeps the base's comm section") {
   CHECK(fit.document["gpu"]["kernel_launch_overhead_us"] != 1.0);
 }
 
-TEST_CASE("a fitted GEMM table drops the base's grouped table of that dtype") {
-  // The base's grouped measurements came from another machine's dense table: once the dense
-  // table is the user's, grouped GEMMs fold into it.
+TEST_CASE("a fit's grouped points make its grouped table, and with none the base's is dropped") {
+  // The base's grouped measurements came from another machine: the fitted profile takes the
+  // grouped points measured beside its dense ones (batch > 1: `batch` equal problems, keyed by
+  // one problem's (m, n, k)), and without any folds grouped GEMMs into its own dense table.
   nlohmann::json base = test::h100_document();
   base["gpu"]["gemm"]["grouped_measured"]["bf16"] = {
       {"source", "test"}, {"points", {{{"m", 1024}, {"n", 4096}, {"k", 7168}, {"tflops", 500}}}}};
-  const ProfileFit fit = fit_profile(base, "b", {recorded_files()[0]}, std::nullopt);
-  CHECK_FALSE(fit.document["gpu"]["gemm"].contains("grouped_measured"));
-  // A kernel fit without GEMMs keeps it.
+  const RawFile gemm = recorded_files()[0];
+  const ProfileFit fit = fit_profile(base, "b", {gemm}, std::nullopt);
+  const nlohmann::json& tables = fit.document["gpu"]["gemm"];
+  // The recorded file's grouped points: 8 and 64 experts x 128, 512, 2048 tokens x two
+  // problems (n 3072, k 4096 and n 4096, k 1536) per dtype. The fit keeps compute-bound points
+  // (bytes at the base's HBM rate under half the run time). 2048 x 3072 x 4096 x 8 in bf16:
+  // 2·2048·3072·4096·8 = 4.1e11 FLOP, ~0.59 ms at ~700 TFLOP/s; bytes 2·(2048·4096 + 4096·3072
+  // + 2048·3072)·8 = 437 MB, 0.15 ms at 0.9 · 3.35 TB/s: a quarter, compute-bound. At 512
+  // tokens: 1.0e11 FLOP, 0.15 ms, against 260 MB, 0.086 ms: 0.59 of it, left out; 128 tokens
+  // even more so. So two problem shapes, both of 2048 rows, each the median of 8 and 64 experts.
+  const nlohmann::json& grouped = tables["grouped_measured"]["bf16"];
+  CHECK(grouped["source"] != "test");
+  REQUIRE(grouped["points"].size() == 2);
+  for (const auto& row : grouped["points"]) CHECK(row["m"] == 2048);
+  CHECK(tables["grouped_measured"].contains("fp8"));
+  // No grouped point is folded into the dense table: no dense row at (m · batch, n, k) unless
+  // the file measured that dense shape too.
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> dense_measured, dense_table;
+  for (const GemmPoint& p : gemm.gemm) {
+    if (p.shape.batch == 1) dense_measured.insert({p.shape.m, p.shape.n, p.shape.k});
+  }
+  for (const auto& row : tables["measured"]["bf16"]["points"]) {
+    dense_table.insert(
+        {row["m"].get<std::int64_t>(), row["n"].get<std::int64_t>(), row["k"].get<std::int64_t>()});
+  }
+  for (const GemmPoint& p : gemm.gemm) {
+    const std::tuple<std::int64_t, std::int64_t, std::int64_t> folded{p.shape.m * p.shape.batch,
+                                                                      p.shape.n, p.shape.k};
+    if (p.shape.batch > 1 && !dense_measured.count(folded)) CHECK(dense_table.count(folded) == 0);
+  }
+
+  RawFile dense_only = gemm;
+  std::erase_if(dense_only.gemm, [](const GemmPoint& p) { return p.shape.batch > 1; });
+  const ProfileFit dense = fit_profile(base, "b", {dense_only}, std::nullopt);
+  CHECK_FALSE(dense.document["gpu"]["gemm"].contains("grouped_measured"));
+  // A kernel fit without GEMMs keeps the base's.
   const ProfileFit memory = fit_profile(base, "b", {recorded_files()[2]}, std::nullopt);
   CHECK(memory.document["gpu"]["gemm"]["grouped_measured"] ==
         base["gpu"]["gemm"]["grouped_measured"]);
