@@ -14,7 +14,8 @@
 # Time budget (--max-seconds per bench; a bench stops sweeping when its budget is spent and
 # writes what it has; `timeout` kills a hung one 2 minutes later): build about 1 minute,
 # mem_bench 60 s, gemm_bench 120 s, attn_bench 150 s, nccl_bench 120 s (only with 2 or more
-# GPUs). Nothing here has run on a GPU yet: the budgets are estimates from the sweep sizes.
+# GPUs). On one H200 SXM the first three took 3 s, 74 s (with 329 extra model shapes) and 54 s,
+# the build 45 s; nccl_bench has not run on hardware.
 set -euo pipefail
 
 usage() {

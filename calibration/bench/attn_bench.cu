@@ -6,7 +6,10 @@
 //             Stats = max + log Σ exp(S − max), P = exp(S − max) / Σ, O = P V
 //   backward  P = exp(scale · Q Kᵀ (masked) − Stats), dV = Pᵀ dO, dP = dO Vᵀ,
 //             D = rowsum(dO ∘ O), dS = scale · P ∘ (dP − D), dQ = dS K, dK = dSᵀ Q
+//             (with GQA, dK and dV summed over each KV head's group of query heads)
 //
+// Both operands of every matmul are bf16 (P and dS are bf16 virtual tensors), as the fused
+// engines require.
 // cuDNN's heuristics (mode A) map the graph to its fused flash-attention engine; a shape it
 // does not support is skipped with a message on stderr. Tensors are bshd in memory (batch,
 // sequence, head, dim), K and V have kv_heads heads (GQA when fewer than heads), s_q = s_kv.
@@ -175,6 +178,21 @@ const Descriptor& output_row_sum(GraphBuilder& g, const Shape& x, const Descript
   return row_sum;
 }
 
+// dK or dV (`uid`) = a · b. With GQA (kv_heads < heads) the product has one gradient per
+// query head (fp32, virtual) and a sum over each group of heads / kv_heads query heads gives
+// the KV head's.
+void kv_gradient(GraphBuilder& g, const Shape& x, const Descriptor& a, const Descriptor& b,
+                 int64_t uid) {
+  const Descriptor& out = g.tensor(bshd(uid, x, x.kv_heads));
+  if (x.kv_heads == x.heads) {
+    g.matmul(a, b, out);
+    return;
+  }
+  const Descriptor& per_head = g.virtual_tensor({x.batch, x.heads, x.seq, x.head_dim});
+  g.matmul(a, b, per_head);
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, per_head, out);
+}
+
 void build_backward(GraphBuilder& g, const Shape& x, BackwardVariant variant) {
   const Inputs in = make_inputs(g, x);
   const Descriptor& d_out = g.tensor(bshd(kDO, x, x.heads));
@@ -187,7 +205,7 @@ void build_backward(GraphBuilder& g, const Shape& x, BackwardVariant variant) {
   const Descriptor& p = g.virtual_tensor(scores(x));
   g.pointwise(CUDNN_POINTWISE_EXP, shifted, nullptr, p);
   const Descriptor& p_for_dv = variant.cast_p ? to_bf16(g, scores(x), p) : p;
-  g.matmul(transpose_scores(g, x, p_for_dv), d_out, g.tensor(bshd(kDV, x, x.kv_heads)));
+  kv_gradient(g, x, transpose_scores(g, x, p_for_dv), d_out, kDV);
 
   const Descriptor& dp = g.virtual_tensor(scores(x));
   g.matmul(d_out, g.tensor(bshd(kV, x, x.kv_heads, true)), dp);
@@ -207,7 +225,7 @@ void build_backward(GraphBuilder& g, const Shape& x, BackwardVariant variant) {
   } else {
     g.matmul(ds, k, dq);
   }
-  g.matmul(transpose_scores(g, x, ds), in.q, g.tensor(bshd(kDK, x, x.kv_heads)));
+  kv_gradient(g, x, transpose_scores(g, x, ds), in.q, kDK);
 }
 
 // Finite pseudo-random bf16 values in [-1, 1).
