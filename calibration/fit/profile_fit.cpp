@@ -87,7 +87,9 @@ void apply_gemm(const GemmFit& fit, const GpuProfile& gpu_profile, Patch& patch)
   };
   for (const auto& [dtype, points] : fit.measured) {
     const std::string name(dtype_name(dtype));
-    gemm["measured"][name] = gemm_table_json(points);
+    // No compute-bound dense shape of this dtype (grouped or memory-bound points alone): the
+    // base's dense table stays.
+    if (!points.empty()) gemm["measured"][name] = gemm_table_json(points);
     // A base's grouped table was measured beside its dense one, not beside these points: the
     // fitted profile takes the grouped points measured with them, or else folds grouped GEMMs
     // into its own dense table.

@@ -125,6 +125,12 @@ TEST_CASE("a fit's grouped points make its grouped table, and with none the base
   std::erase_if(dense_only.gemm, [](const GemmPoint& p) { return p.shape.batch > 1; });
   const ProfileFit dense = fit_profile(base, "b", {dense_only}, std::nullopt);
   CHECK_FALSE(dense.document["gpu"]["gemm"].contains("grouped_measured"));
+  // Grouped points alone: the base's dense table stays, the grouped one is the fit's.
+  RawFile grouped_only = gemm;
+  std::erase_if(grouped_only.gemm, [](const GemmPoint& p) { return p.shape.batch == 1; });
+  const ProfileFit alone = fit_profile(base, "b", {grouped_only}, std::nullopt);
+  CHECK(alone.document["gpu"]["gemm"]["measured"] == base["gpu"]["gemm"]["measured"]);
+  CHECK(alone.document["gpu"]["gemm"]["grouped_measured"]["bf16"]["points"].size() == 2);
   // A kernel fit without GEMMs keeps the base's.
   const ProfileFit memory = fit_profile(base, "b", {recorded_files()[2]}, std::nullopt);
   CHECK(memory.document["gpu"]["gemm"]["grouped_measured"] ==
