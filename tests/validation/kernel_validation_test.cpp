@@ -5,12 +5,12 @@
 // cuDNN releases on one GPU are apart. The test prints each class's residuals.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "calibration/fit/fit_math.hpp"
 #include "calibration/fit/residuals.hpp"
 #include "calibration/profile.hpp"
 #include "calibration/raw/raw_data.hpp"
@@ -32,11 +32,10 @@ std::vector<PointResidual> residuals_of(const std::string& file) {
   return predict_points(h200(), std::nullopt, {load_raw_file(measured(file))});
 }
 
-double quantile_abs(std::vector<PointResidual> points, double q) {
+double quantile_abs(const std::vector<PointResidual>& points, double q) {
   std::vector<double> errors;
   for (const PointResidual& p : points) errors.push_back(std::abs(p.relative_error()));
-  std::sort(errors.begin(), errors.end());
-  return errors[static_cast<std::size_t>(q * static_cast<double>(errors.size() - 1))];
+  return quantile(errors, q);
 }
 
 std::vector<PointResidual> select(const std::vector<PointResidual>& points,
