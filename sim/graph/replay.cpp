@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -58,7 +59,7 @@ struct Replay::State : replay_detail::State {
   using replay_detail::State::State;
 
   void build(const std::vector<OpGraph>& graphs, const std::vector<std::vector<RankIndex>>& table);
-  void build_rank(RankIndex rank, const OpGraph& graph);
+  void build_rank(RankIndex rank, const OpGraph& graph, const std::shared_ptr<TableArena>& arena);
   std::uint32_t link_of(RankIndex rank, const OpGraph& graph, OpIndex index,
                         std::map<GroupIndex, std::uint32_t>& slots);
   std::uint32_t channel_of(RankIndex src, RankIndex dst, std::uint16_t tag);
@@ -91,13 +92,20 @@ void Replay::State::build(const std::vector<OpGraph>& graphs,
     groups[g].members = checked_members(table[g], g, graphs.size());
   }
   ranks.resize(graphs.size());
+  // Every rank's per-op state and records in one arena (huge pages; sim/core/table_arena.hpp).
+  constexpr std::size_t kPerOpBytes = sizeof(OpRecord) + sizeof(std::uint32_t);
+  constexpr std::size_t kAlignmentSlack = 2 * alignof(std::max_align_t);
+  std::size_t arena_bytes = 0;
+  for (const OpGraph& graph : graphs) arena_bytes += graph.size() * kPerOpBytes + kAlignmentSlack;
+  const auto arena = std::make_shared<TableArena>(arena_bytes);
   for (std::size_t r = 0; r < graphs.size(); ++r) {
-    build_rank(static_cast<RankIndex>(r), graphs[r]);
+    build_rank(static_cast<RankIndex>(r), graphs[r], arena);
   }
   channel_index.clear();
 }
 
-void Replay::State::build_rank(RankIndex rank, const OpGraph& graph) {
+void Replay::State::build_rank(RankIndex rank, const OpGraph& graph,
+                               const std::shared_ptr<TableArena>& arena) {
   RankState& rs = ranks[rank];
   const auto n = static_cast<OpIndex>(graph.size());
   rs.graph = &graph;
@@ -110,9 +118,10 @@ void Replay::State::build_rank(RankIndex rank, const OpGraph& graph) {
     rs.stream_ops.push_back(graph.stream_ops(static_cast<StreamIndex>(s)));
   }
   rs.cursor.assign(rs.stream_ops.size(), 0);
-  rs.op_state.resize(n);
+  rs.op_state = decltype(rs.op_state)(n, 0, ArenaAllocator<std::uint32_t>(arena));
   rs.comm_link.resize(graph.comm_count());
   rs.comm_ordinal.assign(graph.comm_count(), 0);
+  rs.trace.comm_ready.assign(graph.comm_count(), Time::zero());
   std::map<GroupIndex, std::uint32_t> slots;
   for (OpIndex i = 0; i < n; ++i) {
     const std::size_t dependencies = graph.dependency_count(i);
@@ -128,7 +137,7 @@ void Replay::State::build_rank(RankIndex rank, const OpGraph& graph) {
   rs.collectives_ended.assign(slots.size(), 0);
   rs.slot_group.resize(slots.size());
   for (const auto& [group, slot] : slots) rs.slot_group[slot] = group;
-  rs.trace.ops.resize(n);
+  rs.trace.ops = OpRecords(n, OpRecord{}, ArenaAllocator<OpRecord>(arena));
   ops_total += n;
 }
 
@@ -197,7 +206,7 @@ void Replay::State::issue_if_ready(RankIndex rank, OpIndex index) {
   if (head >= stream.size() || stream[head] != index) return;
   if (waits_for_host(rank, index)) return;
   rs.set_phase(index, Phase::kIssued);
-  rs.trace.ops[index].ready = engine.now();
+  if (op.kind != OpKind::kCompute) rs.trace.comm_ready[rs.comm_position[index]] = engine.now();
   arrive(rank, index, op);
 }
 
@@ -374,7 +383,7 @@ void Replay::State::finish_op(RankIndex rank, OpIndex index) {
   const Op& op = rs.graph->shared_op(index);
   rs.set_phase(index, Phase::kEnded);
   rs.trace.ops[index].end = engine.now();
-  replay_detail::check_op_times(*this, rank, index);
+  replay_detail::check_op_times(*this, rank, index, op);
   ++invariants.ops_ended;
   if (op.kind == OpKind::kCollective) ++rs.collectives_ended[rs.link(index)];
   change_memory(rank, -op.free_bytes);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "sim/core/engine.hpp"
+#include "sim/core/table_arena.hpp"
 #include "sim/graph/op_graph.hpp"
 #include "sim/graph/replay_invariants.hpp"
 
@@ -55,11 +56,16 @@ class OpDurations final : public ComputeService {
   Time duration(RankIndex rank, OpIndex index, const Op& op, bool contended) override;
 };
 
+// When an op ran. It was ready (first unfinished op of its stream, its dependencies ended, the
+// host past it) at RankTrace::ready: a compute op starts when it is ready, a communication op
+// when every participant has arrived.
 struct OpRecord {
-  Time ready;  // first unfinished op of its stream with all dependencies ended
-  Time start;  // began running (communication: when every participant had arrived)
+  Time start;
   Time end;
 };
+
+// One record per op of a rank: a full-fidelity step holds tens of millions.
+using OpRecords = std::vector<OpRecord, ArenaAllocator<OpRecord>>;
 
 struct MemorySample {
   Time at;
@@ -67,9 +73,18 @@ struct MemorySample {
 };
 
 struct RankTrace {
-  std::vector<OpRecord> ops;         // indexed like the rank's OpGraph
+  OpRecords ops;  // indexed like the rank's OpGraph
+  // When each communication op was ready, indexed by OpGraph::comm_position (a compute op's
+  // ready time is its start, so a full-fidelity step does not store tens of millions of them).
+  std::vector<Time> comm_ready;
   std::vector<MemorySample> memory;  // bytes in use after each change, in time order
   double peak_bytes = 0;
+
+  // When op `index` of `graph` (the graph this trace replayed) was ready.
+  Time ready(const OpGraph& graph, OpIndex index) const {
+    return graph.shared_op(index).kind == OpKind::kCompute ? ops[index].start
+                                                           : comm_ready[graph.comm_position(index)];
+  }
 };
 
 struct ReplayResult {

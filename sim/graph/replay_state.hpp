@@ -71,7 +71,7 @@ struct RankState {
   std::vector<std::span<const OpIndex>> stream_ops;  // program order per stream (the graph's)
   std::vector<std::uint32_t> cursor;  // per stream: position of its first unfinished op
   // Per op: dependencies not yet ended (low kPhaseShift bits) and the Phase (the bits above).
-  std::vector<std::uint32_t> op_state;
+  std::vector<std::uint32_t, ArenaAllocator<std::uint32_t>> op_state;
   std::vector<std::uint32_t> comm_link;           // collective slot or channel index
   std::vector<std::uint32_t> comm_ordinal;        // its k on the group or channel
   std::vector<std::uint32_t> collectives_issued;  // per collective slot (one per group used)
@@ -143,10 +143,26 @@ struct State {
 
 // Counts a violation in `counter` and keeps its line while fewer than kMaxListed are kept.
 void note_violation(ReplayInvariants& invariants, std::uint64_t& counter, std::string line);
+// The checks below run per op: the passing case is inline, the report of a failure is not.
+void note_time_regression(State& state, Time now);
+void note_op_times(State& state, RankIndex rank, OpIndex index, Time ready);
+
 // Engine time at this callback against the previous one.
-void check_time(State& state);
-// An op's record once it ended: ready <= start <= end.
-void check_op_times(State& state, RankIndex rank, OpIndex index);
+inline void check_time(State& state) {
+  const Time now = state.engine.now();
+  if (now < state.last_seen) note_time_regression(state, now);
+  state.last_seen = now;
+}
+
+// An op's record once it ended: ready <= start <= end (a compute op is ready when it starts).
+inline void check_op_times(State& state, RankIndex rank, OpIndex index, const Op& op) {
+  const RankState& rs = state.ranks[rank];
+  const OpRecord& record = rs.trace.ops[index];
+  const Time ready =
+      op.kind == OpKind::kCompute ? record.start : rs.trace.comm_ready[rs.comm_position[index]];
+  if (ready <= record.start && record.start <= record.end) return;
+  note_op_times(state, rank, index, ready);
+}
 // A change of a rank's bytes in use left them below its static bytes.
 void check_memory_floor(State& state, RankIndex rank);
 // After the engine drained with every op ended: collectives per member, unmatched transfers,

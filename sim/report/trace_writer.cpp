@@ -58,8 +58,8 @@ std::string op_args(const TraceInput& input, const TraceRank& rank, OpIndex inde
   if (op.microbatch) args += ",\"mb\":" + std::to_string(*op.microbatch);
   if (op.layer) args += ",\"layer\":" + std::to_string(*op.layer);
   if (op.flops > 0) args += ",\"flops\":" + number(op.flops);
-  if (record.start > record.ready)
-    args += ",\"wait_us\":" + micros(to_ns(record.start - record.ready));
+  const Time ready = rank.trace->ready(*rank.graph, index);
+  if (record.start > ready) args += ",\"wait_us\":" + micros(to_ns(record.start - ready));
   if (op.kind == OpKind::kCompute || !input.comm_detail) return args;
   const CommDetail detail = input.comm_detail(rank, op);
   args += ",\"collective\":" + json_quote(detail.op) + ",\"bytes\":" + number(detail.bytes) +

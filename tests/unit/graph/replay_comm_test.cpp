@@ -53,7 +53,7 @@ TEST_CASE("a collective starts when its last member arrives and ends when the se
   CHECK(run.comm.calls[0].at == us(9));
   for (int r = 0; r < 3; ++r) {
     const OpRecord& op = run.result.ranks[r].ops[1];
-    CHECK(op.ready == us(arrive_us[r]));
+    CHECK(run.result.ranks[r].ready(graphs[r], 1) == us(arrive_us[r]));
     CHECK(op.start == us(9));  // the last arrival
     CHECK(op.end == us(19));   // 9 + the fake's 10 us
   }
@@ -80,7 +80,7 @@ TEST_CASE("collectives on interleaved groups match by per-group ordinal",
   CHECK(r0[0].end == us(10));
   CHECK(r1[1].start == us(30));
   CHECK(r1[1].end == us(40));
-  CHECK(r0[1].ready == us(10));
+  CHECK(run.result.ranks[0].ready(graphs[0], 1) == us(10));
   CHECK(r0[1].start == us(40));
   CHECK(r0[1].end == us(50));
   CHECK(r1[2].end == us(50));
@@ -124,7 +124,7 @@ TEST_CASE("a send and its receive start together when both are ready and end tog
   CHECK(run.comm.calls[0].payload == 9);
   const OpRecord& s = run.result.ranks[0].ops[1];
   const OpRecord& r = run.result.ranks[1].ops[0];
-  CHECK(r.ready == us(0));  // posted before the send
+  CHECK(run.result.ranks[1].ready(graphs[1], 0) == us(0));  // posted before the send
   CHECK(s.start == us(5));
   CHECK(r.start == us(5));
   CHECK(s.end == us(12));  // 5 + the fake's 7 us

@@ -39,7 +39,7 @@ struct MemoryRank {
     op.label = graph.intern_label("fc1 \"fwd\"");
     op.category = category_code(OpCategory::kGemm);
     graph.add(op);
-    trace.ops.push_back(OpRecord{Time::zero(), Time::from_us(1), Time::from_us(3)});
+    trace.ops.push_back(OpRecord{Time::from_us(1), Time::from_us(3)});
     const int n = 3 * kTimelineMemoryPoints;
     for (int i = 0; i < n; ++i) {
       const double bytes = i < n / 2 ? i : n - i;

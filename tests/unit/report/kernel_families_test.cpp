@@ -52,7 +52,8 @@ struct Fixture {
   }
   OpIndex add(const Op& op, std::initializer_list<OpIndex> deps, double start, double end) {
     const OpIndex index = graph.add(op, deps);
-    trace.ops.push_back(OpRecord{us(start), us(start), us(end)});
+    trace.ops.push_back(OpRecord{us(start), us(end)});
+    if (op.kind != OpKind::kCompute) trace.comm_ready.push_back(us(start));
     return index;
   }
 };

@@ -35,8 +35,11 @@ struct Fixture {
   OpGraph graph;
   RankTrace trace;
   OpIndex add(Op op, std::initializer_list<OpIndex> deps, double ready, double start, double end) {
+    // A compute op is ready when it starts: only communication ops record a ready time.
+    REQUIRE((op.kind != OpKind::kCompute || ready == start));
     const OpIndex index = graph.add(op, deps);
-    trace.ops.push_back(OpRecord{us(ready), us(start), us(end)});
+    trace.ops.push_back(OpRecord{us(start), us(end)});
+    if (op.kind != OpKind::kCompute) trace.comm_ready.push_back(us(ready));
     return index;
   }
 };

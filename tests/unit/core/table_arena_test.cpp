@@ -1,0 +1,75 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "sim/core/table_arena.hpp"
+
+using wallsim::ArenaAllocator;
+using wallsim::TableArena;
+
+namespace {
+
+using Table = std::vector<std::uint64_t, ArenaAllocator<std::uint64_t>>;
+
+std::uintptr_t address(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p);
+}
+
+}  // namespace
+
+TEST_CASE("tables of one arena are carved front to back, each aligned", "[core][arena]") {
+  const auto arena = std::make_shared<TableArena>(1000);
+  CHECK(arena->capacity() >= 1000);
+  const Table a(3, 7, ArenaAllocator<std::uint64_t>(arena));  // 24 bytes
+  const Table b(5, 9, ArenaAllocator<std::uint64_t>(arena));
+  CHECK(arena->holds(a.data()));
+  CHECK(arena->holds(b.data()));
+  // b follows a directly: 24 bytes is already a multiple of alignof(uint64_t).
+  CHECK(address(b.data()) - address(a.data()) == 3 * sizeof(std::uint64_t));
+  CHECK(arena->used() == 8 * sizeof(std::uint64_t));
+  CHECK(b[4] == 9);
+#if defined(__linux__)
+  // Huge-page alignment: the mapping starts on a 2 MiB boundary.
+  CHECK(address(a.data()) % (std::uintptr_t{2} << 20) == 0);
+#endif
+}
+
+TEST_CASE("a table that outgrows its arena moves to the heap with its contents", "[core][arena]") {
+  const auto arena = std::make_shared<TableArena>(64);
+  Table table{ArenaAllocator<std::uint64_t>(arena)};
+  table.reserve(4);
+  REQUIRE(arena->holds(table.data()));
+  // Push well past the arena's capacity (at least 64 bytes, rounded up; 2 MiB on Linux) so
+  // that growth must leave it; values written before stay.
+  const std::size_t n = arena->capacity() / sizeof(std::uint64_t) + 10;
+  for (std::size_t i = 0; i < n; ++i) table.push_back(i);
+  CHECK_FALSE(arena->holds(table.data()));
+  std::vector<std::uint64_t> expected(n);
+  std::iota(expected.begin(), expected.end(), 0);
+  CHECK(std::equal(table.begin(), table.end(), expected.begin(), expected.end()));
+}
+
+TEST_CASE("a table keeps its arena alive after every other owner is gone", "[core][arena]") {
+  Table moved;
+  {
+    auto arena = std::make_shared<TableArena>(4096);
+    Table table(100, 42, ArenaAllocator<std::uint64_t>(arena));
+    moved = std::move(table);
+  }
+  // The allocator travelled with the move and shares the arena: the memory is still mapped.
+  const auto allocator = moved.get_allocator();
+  REQUIRE(allocator.arena());
+  CHECK(allocator.arena().use_count() == 2);  // the table's allocator and this copy
+  CHECK(allocator.arena()->holds(moved.data()));
+  CHECK(moved[99] == 42);
+}
+
+TEST_CASE("a table without an arena uses the heap", "[core][arena]") {
+  Table table(10, 1);
+  CHECK_FALSE(table.get_allocator().arena());
+  CHECK(std::accumulate(table.begin(), table.end(), std::uint64_t{0}) == 10);
+}
