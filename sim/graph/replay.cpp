@@ -94,9 +94,13 @@ void Replay::State::build(const std::vector<OpGraph>& graphs,
   ranks.resize(graphs.size());
   // Every rank's per-op state and records in one arena (huge pages; sim/core/table_arena.hpp).
   constexpr std::size_t kPerOpBytes = sizeof(OpRecord) + sizeof(std::uint32_t);
-  constexpr std::size_t kAlignmentSlack = 2 * alignof(std::max_align_t);
+  constexpr std::size_t kPerCommOpBytes = sizeof(RankState::CommSlot) + sizeof(Time);
+  constexpr std::size_t kAlignmentSlack = 4 * alignof(std::max_align_t);
   std::size_t arena_bytes = 0;
-  for (const OpGraph& graph : graphs) arena_bytes += graph.size() * kPerOpBytes + kAlignmentSlack;
+  for (const OpGraph& graph : graphs) {
+    arena_bytes += graph.size() * kPerOpBytes + graph.comm_count() * kPerCommOpBytes;
+    arena_bytes += kAlignmentSlack;
+  }
   const auto arena = std::make_shared<TableArena>(arena_bytes);
   for (std::size_t r = 0; r < graphs.size(); ++r) {
     build_rank(static_cast<RankIndex>(r), graphs[r], arena);
@@ -119,9 +123,10 @@ void Replay::State::build_rank(RankIndex rank, const OpGraph& graph,
   }
   rs.cursor.assign(rs.stream_ops.size(), 0);
   rs.op_state = decltype(rs.op_state)(n, 0, ArenaAllocator<std::uint32_t>(arena));
-  rs.comm_link.resize(graph.comm_count());
-  rs.comm_ordinal.assign(graph.comm_count(), 0);
-  rs.trace.comm_ready.assign(graph.comm_count(), Time::zero());
+  rs.comm = decltype(rs.comm)(graph.comm_count(), RankState::CommSlot{},
+                              ArenaAllocator<RankState::CommSlot>(arena));
+  rs.trace.comm_ready =
+      decltype(rs.trace.comm_ready)(graph.comm_count(), Time::zero(), ArenaAllocator<Time>(arena));
   std::map<GroupIndex, std::uint32_t> slots;
   for (OpIndex i = 0; i < n; ++i) {
     const std::size_t dependencies = graph.dependency_count(i);

@@ -76,7 +76,7 @@ struct RankTrace {
   OpRecords ops;  // indexed like the rank's OpGraph
   // When each communication op was ready, indexed by OpGraph::comm_position (a compute op's
   // ready time is its start, so a full-fidelity step does not store tens of millions of them).
-  std::vector<Time> comm_ready;
+  std::vector<Time, ArenaAllocator<Time>> comm_ready;
   std::vector<MemorySample> memory;  // bytes in use after each change, in time order
   double peak_bytes = 0;
 

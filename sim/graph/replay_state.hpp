@@ -72,8 +72,13 @@ struct RankState {
   std::vector<std::uint32_t> cursor;  // per stream: position of its first unfinished op
   // Per op: dependencies not yet ended (low kPhaseShift bits) and the Phase (the bits above).
   std::vector<std::uint32_t, ArenaAllocator<std::uint32_t>> op_state;
-  std::vector<std::uint32_t> comm_link;           // collective slot or channel index
-  std::vector<std::uint32_t> comm_ordinal;        // its k on the group or channel
+  // Per communication op: its collective slot or channel index, and its k on that group or
+  // channel (side by side: arrival reads both).
+  struct CommSlot {
+    std::uint32_t link = 0;
+    std::uint32_t ordinal = 0;
+  };
+  std::vector<CommSlot, ArenaAllocator<CommSlot>> comm;
   std::vector<std::uint32_t> collectives_issued;  // per collective slot (one per group used)
   std::vector<std::uint32_t> collectives_ended;   // per collective slot
   std::vector<GroupIndex> slot_group;             // collective slot -> its group
@@ -105,10 +110,10 @@ struct RankState {
   Time host_issue_time(OpIndex op) const {
     return host_base + (host_issued[op] - host_base_issued);
   }
-  std::uint32_t& link(OpIndex op) { return comm_link[comm_position[op]]; }
-  std::uint32_t link(OpIndex op) const { return comm_link[comm_position[op]]; }
-  std::uint32_t& ordinal(OpIndex op) { return comm_ordinal[comm_position[op]]; }
-  std::uint32_t ordinal(OpIndex op) const { return comm_ordinal[comm_position[op]]; }
+  std::uint32_t& link(OpIndex op) { return comm[comm_position[op]].link; }
+  std::uint32_t link(OpIndex op) const { return comm[comm_position[op]].link; }
+  std::uint32_t& ordinal(OpIndex op) { return comm[comm_position[op]].ordinal; }
+  std::uint32_t ordinal(OpIndex op) const { return comm[comm_position[op]].ordinal; }
   std::span<const OpIndex> dependents_of(OpIndex op) const {
     return dependents.dependents.subspan(dependents.begin[op],
                                          dependents.begin[op + 1] - dependents.begin[op]);
