@@ -51,10 +51,12 @@ TableArena::~TableArena() {
 }
 
 void* TableArena::take(std::size_t bytes, std::size_t align) {
-  const std::size_t offset = round_up(used_, align);
-  if (offset > size_ || bytes > size_ - offset) return nullptr;
-  used_ = offset + bytes;
-  return base_ + offset;
+  std::size_t used = used_.load();
+  for (;;) {
+    const std::size_t offset = round_up(used, align);
+    if (offset > size_ || bytes > size_ - offset) return nullptr;
+    if (used_.compare_exchange_weak(used, offset + bytes)) return base_ + offset;
+  }
 }
 
 bool TableArena::holds(const void* block) const {

@@ -10,14 +10,17 @@
 // huge pages, because the kernel only uses one where a whole aligned 2 MiB range is mapped.
 //
 // ArenaAllocator<T> puts a std::vector in an arena. It shares ownership of the arena, so a
-// vector keeps its memory however far it is moved; a default-constructed allocator (no arena),
-// or an arena that is full, falls back to operator new. Contents and results do not depend on
-// where a block came from.
+// vector keeps its memory however far it is moved or swapped; a copy of the vector goes to the
+// heap, as does everything a default-constructed allocator (no arena) or a full arena is asked
+// for. Taking from an arena is thread-safe. Contents and results do not depend on where a
+// block came from.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <type_traits>
 
 namespace wallsim {
 
@@ -34,12 +37,12 @@ class TableArena {
   void* take(std::size_t bytes, std::size_t align);
   bool holds(const void* block) const;
   std::size_t capacity() const { return size_; }
-  std::size_t used() const { return used_; }
+  std::size_t used() const { return used_.load(); }
 
  private:
   std::byte* base_ = nullptr;
   std::size_t size_ = 0;
-  std::size_t used_ = 0;
+  std::atomic<std::size_t> used_ = 0;
   std::size_t mapped_ = 0;  // bytes mapped from base_ (0: base_ came from operator new)
 };
 
@@ -47,7 +50,7 @@ template <typename T>
 class ArenaAllocator {
  public:
   using value_type = T;
-  using propagate_on_container_copy_assignment = std::true_type;
+  using propagate_on_container_copy_assignment = std::false_type;
   using propagate_on_container_move_assignment = std::true_type;
   using propagate_on_container_swap = std::true_type;
 
@@ -67,6 +70,9 @@ class ArenaAllocator {
     if (arena_ && arena_->holds(block)) return;  // released with the arena
     ::operator delete(block);
   }
+
+  // A copied container allocates on the heap: the arena is sized for the tables it was made for.
+  ArenaAllocator select_on_container_copy_construction() const { return ArenaAllocator(); }
 
   const std::shared_ptr<TableArena>& arena() const { return arena_; }
   template <typename U>

@@ -68,6 +68,17 @@ TEST_CASE("a table keeps its arena alive after every other owner is gone", "[cor
   CHECK(moved[99] == 42);
 }
 
+TEST_CASE("a copy of a table goes to the heap and leaves the arena untouched", "[core][arena]") {
+  const auto arena = std::make_shared<TableArena>(4096);
+  const Table table(4, 5, ArenaAllocator<std::uint64_t>(arena));
+  const std::size_t used = arena->used();
+  const Table copy = table;
+  CHECK_FALSE(copy.get_allocator().arena());
+  CHECK_FALSE(arena->holds(copy.data()));
+  CHECK(arena->used() == used);
+  CHECK(copy == table);
+}
+
 TEST_CASE("a table without an arena uses the heap", "[core][arena]") {
   Table table(10, 1);
   CHECK_FALSE(table.get_allocator().arena());
