@@ -1,13 +1,13 @@
-// Memory for the simulator's large per-op tables. A full-fidelity replay of 1,024 ranks holds
-// about a gigabyte of records and counters, one table per rank, each written once and then read
-// in an order that jumps between ranks.
+// Memory for large tables of small records that are all made at once and freed together: a
+// simulation can hold about a gigabyte of them in many tables, each written once and then read
+// in an order that jumps between tables.
 //
 // A TableArena is one mapping sized for all of them, carved front to back and released as a
 // whole. On Linux it is aligned to 2 MiB and marked for transparent huge pages (madvise
 // MADV_HUGEPAGE, honoured whether the kernel's THP mode is `always` or `madvise`), so the kernel
 // backs it with 2 MiB pages: 512 times fewer page faults on first touch and far fewer TLB misses
-// on the scattered reads. Separate allocations of one rank's table (under 2 MiB each) cannot get
-// huge pages, because the kernel only uses one where a whole aligned 2 MiB range is mapped.
+// on the scattered reads. Tables under 2 MiB allocated one by one cannot get huge pages: the
+// kernel only uses one where a whole aligned 2 MiB range is mapped.
 //
 // ArenaAllocator<T> puts a std::vector in an arena. It shares ownership of the arena, so a
 // vector keeps its memory however far it is moved or swapped; a copy of the vector goes to the

@@ -82,8 +82,11 @@ struct RankTrace {
 
   // When op `index` of `graph` (the graph this trace replayed) was ready.
   Time ready(const OpGraph& graph, OpIndex index) const {
-    return graph.shared_op(index).kind == OpKind::kCompute ? ops[index].start
-                                                           : comm_ready[graph.comm_position(index)];
+    return ready(index, graph.shared_op(index).kind, graph.comm_position(index));
+  }
+  // The same for a caller that has the op's kind and communication position at hand.
+  Time ready(OpIndex index, OpKind kind, std::uint32_t comm_position) const {
+    return kind == OpKind::kCompute ? ops[index].start : comm_ready[comm_position];
   }
 };
 

@@ -163,8 +163,7 @@ inline void check_time(State& state) {
 inline void check_op_times(State& state, RankIndex rank, OpIndex index, const Op& op) {
   const RankState& rs = state.ranks[rank];
   const OpRecord& record = rs.trace.ops[index];
-  const Time ready =
-      op.kind == OpKind::kCompute ? record.start : rs.trace.comm_ready[rs.comm_position[index]];
+  const Time ready = rs.trace.ready(index, op.kind, rs.comm_position[index]);
   if (ready <= record.start && record.start <= record.end) return;
   note_op_times(state, rank, index, ready);
 }
