@@ -1,6 +1,6 @@
-// `wallsim sweep CONFIG [--gpus N] [--vary k=v,...]... [--jobs J] [--out DIR] [--shard i/N]
-//  [--mpi] [--resume] [--network M]`: every valid layout of a model on N GPUs, pruned by the
-// layout rules and the analytical memory check, simulated in parallel and ranked
+// `wallsim sweep CONFIG [--gpus N] [--vary k=v,...]... [--jobs J] [--sim-memory MIB] [--out DIR]
+//  [--shard i/N] [--mpi] [--resume] [--network M]`: every valid layout of a model on N GPUs,
+// pruned by the layout rules and the analytical memory check, simulated in parallel and ranked
 // (models/sweep/). Writes DIR/sweep.csv, sweep.json, sweep.html and configs/<id>.json.
 #include <unistd.h>
 
@@ -39,6 +39,7 @@ struct SweepOptions {
   std::vector<std::string> vary;
   std::int64_t gpus = 0;
   int jobs = 0;
+  double sim_memory_mib = 640;
   std::string out_dir = "sweep-out";
   std::string shard = "0/1";
   std::string network;
@@ -137,6 +138,7 @@ models::SweepReport run_shard(const SweepSetup& setup, const SweepOptions& optio
   models::SweepRunOptions run;
   run.jobs = options.jobs > 0 ? options.jobs
                               : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  run.simulation_memory_bytes = options.sim_memory_mib * 1024 * 1024;
   run.shard = shard;
   run.samples = options.samples;
   run.objective = setup.objective;
@@ -225,6 +227,10 @@ void add_sweep_command(CLI::App& app, CommandSet& commands) {
   sub->add_option("--set", options->overrides, "Override a field of the base config");
   sub->add_option("--jobs,-j", options->jobs, "Worker threads (default: all cores)")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--sim-memory", options->sim_memory_mib,
+                  "MiB of estimated simulator memory the points running at once may hold; a "
+                  "larger point runs alone (default 640)")
+      ->check(CLI::Range(1.0, 1048576.0));
   sub->add_option("--out", options->out_dir, "Output folder (default sweep-out)");
   sub->add_option("--shard", options->shard,
                   "Only shard i of N (i/N; points with index % N == i), e.g. for Slurm arrays");

@@ -2,10 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <exception>
 #include <map>
 #include <mutex>
 #include <thread>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "models/sweep/sweep_evaluate.hpp"
 
@@ -44,7 +49,64 @@ void count_screened(const std::vector<ScreenedPoint>& screened, SweepCounts& cou
   }
 }
 
+// Admits simulations in the order they ask while the sum of their footprints stays within the
+// budget; one that does not fit waits for running ones to finish (and holds back later ones,
+// so a large point is not starved by a stream of small ones). A point larger than the whole
+// budget runs alone.
+class FootprintGate {
+ public:
+  explicit FootprintGate(double budget) : budget_(budget) {}
+
+  void acquire(double footprint) {
+    std::unique_lock lock(mutex_);
+    const std::int64_t ticket = next_ticket_++;
+    changed_.wait(lock, [&] {
+      return ticket == serving_ && (in_use_ == 0 || in_use_ + footprint <= budget_);
+    });
+    ++serving_;
+    in_use_ += footprint;
+    changed_.notify_all();
+  }
+
+  void release(double footprint) {
+    const std::lock_guard lock(mutex_);
+    in_use_ -= footprint;
+    if (in_use_ < 1) in_use_ = 0;  // sums of doubles: no residue keeps a large point waiting
+    changed_.notify_all();
+  }
+
+ private:
+  double budget_;
+  double in_use_ = 0;
+  std::int64_t next_ticket_ = 0;
+  std::int64_t serving_ = 0;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+};
+
+// Gives the pages freed by a large simulation back to the system, so that the next large one,
+// which may run on another thread and so allocate from another of glibc's per-thread arenas,
+// does not add its pages to these.
+void return_freed_pages() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace
+
+double simulation_footprint(const RunConfig& config) {
+  // The step's graphs hold every micro-batch's pass through every layer of each simulated
+  // rank: one rank per stage in symmetric fidelity (the stages together hold each layer once),
+  // every rank in full fidelity.
+  const Layout& layout = config.layout;
+  double units =
+      static_cast<double>(layout.num_microbatches) * static_cast<double>(config.model.layers);
+  if (config.simulation.fidelity == Fidelity::kFull) {
+    units *= static_cast<double>(layout.ranks().world_size() / layout.sizes.pp);
+  }
+  return units * kFootprintBytesPerLayerPass;
+}
 
 void parallel_for(std::int64_t count, int jobs, const std::function<void(std::int64_t)>& body) {
   std::atomic<std::int64_t> next{0};
@@ -121,9 +183,20 @@ SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const Swee
   std::vector<SweepRow> simulated(to_simulate.size());
   std::mutex progress_mutex;
   std::int64_t finished = resumed;
+  FootprintGate gate(options.simulation_memory_bytes);
   parallel_for(static_cast<std::int64_t>(to_simulate.size()), options.jobs, [&](std::int64_t i) {
     const auto k = static_cast<std::size_t>(i);
-    simulated[k] = simulate_point(*to_simulate[k], hw.gpu, hw.comm, hw.hbm_bytes, options.samples);
+    const double footprint = simulation_footprint(*to_simulate[k]->config);
+    gate.acquire(footprint);
+    try {
+      simulated[k] =
+          simulate_point(*to_simulate[k], hw.gpu, hw.comm, hw.hbm_bytes, options.samples);
+    } catch (...) {
+      gate.release(footprint);
+      throw;
+    }
+    gate.release(footprint);
+    if (footprint > options.simulation_memory_bytes / 2) return_freed_pages();
     const std::lock_guard lock(progress_mutex);
     ++finished;
     if (options.on_row) options.on_row(simulated[k], finished, report.counts.simulated);

@@ -4,7 +4,8 @@
 // Workers take point positions from one atomic counter and store each result at its position,
 // so the report (rows sorted by step time, ties by id) is the same whatever `jobs` is and
 // whichever thread finished first. Each models::simulate call owns its engine, graphs and
-// network model; the profiles are shared read-only.
+// network model; the profiles are shared read-only. A footprint gate bounds the memory of the
+// points that run at the same time (SweepRunOptions::simulation_memory_bytes).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "models/run_config.hpp"
 #include "models/sweep/sweep_config.hpp"
 #include "models/sweep/sweep_report.hpp"
 #include "models/sweep/sweep_shard.hpp"
@@ -27,8 +29,21 @@ struct SweepHardware {
   double hbm_bytes = 0;
 };
 
+// The simulator's own memory for one point, estimated for scheduling: about 10 KiB per layer
+// pass (one micro-batch through one layer on one simulated rank: its forward and backward ops,
+// their dependencies and the replay's tables). Measured: Qwen3-235B-A22B at tp4 pp64 ep4, 512
+// micro-batches through 94 layers (48,128 passes, 3.0 M ops), peaks at 489 MiB.
+inline constexpr double kFootprintBytesPerLayerPass = 10.0 * 1024;
+
+// Estimated peak bytes simulating this point takes (kFootprintBytesPerLayerPass per pass).
+double simulation_footprint(const RunConfig& config);
+
 struct SweepRunOptions {
   int jobs = 1;
+  // Points whose estimated footprints (simulation_footprint) together exceed this do not run
+  // at the same time; a larger point runs alone, and the pages it freed are returned to the
+  // system when it ends. Scheduling only: the report is the same whatever the budget.
+  double simulation_memory_bytes = 640.0 * 1024 * 1024;
   // Sampled steps per point (> 1 needs the base config's `variability`), replayed on the
   // point's own thread, and what the rows are ranked by.
   int samples = 1;

@@ -154,3 +154,29 @@ TEST_CASE("a sweep over CUDA-graph scopes ranks them and carries them through it
   CHECK(text.find(",config,graphs\n") != std::string::npos);
   CHECK(text.find("-graphs.json,per_layer\n") != std::string::npos);
 }
+
+TEST_CASE("a point's simulation footprint counts its layer passes", "[sweep]") {
+  const Fixture f;
+  SweepPoint point;
+  point.tp = 2;
+  point.pp = 2;
+  const RunConfig symmetric = point_run_config(f.base, point);
+  // Llama 3 8B has 32 layers; 8 GPUs at tp2 pp2 leave dp = 2, so global batch 16 at micro-batch
+  // 1 is 16 / (1·2) = 8 micro-batches: 8·32 = 256 layer passes over the stages together.
+  CHECK(simulation_footprint(symmetric) == Approx(256 * kFootprintBytesPerLayerPass));
+  // Full fidelity simulates all 8 / 2 = 4 ranks of each stage.
+  RunConfig full = symmetric;
+  full.simulation.fidelity = Fidelity::kFull;
+  CHECK(simulation_footprint(full) == Approx(4 * 256 * kFootprintBytesPerLayerPass));
+}
+
+TEST_CASE("a memory budget smaller than any point runs points one at a time, same rows",
+          "[sweep]") {
+  const Fixture f;
+  SweepRunOptions one;
+  one.jobs = 1;
+  SweepRunOptions gated;
+  gated.jobs = 3;
+  gated.simulation_memory_bytes = 1;  // every point exceeds it, so each runs alone
+  CHECK(csv(f.run(one)) == csv(f.run(gated)));
+}
