@@ -31,6 +31,14 @@ double projection_input_bytes(const ActivationSetting& s) {
   return (s.flash_attention ? 2.0 : 0.0) + s.gemm_input_bytes;
 }
 
+// The core attention's output per element that all-to-all CP keeps besides the projection's
+// input: Transformer Engine >= 2.8 saves the head-sharded output before the output all-to-all
+// (so the backward exchanges dO alone), while the projection keeps the sequence-sharded output
+// after it (2 bytes, bf16). With p2p or all-gather CP, or without CP, the two are one tensor.
+double cp_a2a_saved_output_bytes(const ActivationSetting& s) {
+  return s.cp_a2a > 1 && s.flash_attention ? 2.0 : 0.0;
+}
+
 // Per token, the attention block: [replicated part, TP-sharded part].
 struct Split {
   double replicated = 0;
@@ -58,7 +66,8 @@ Split mla_attention_per_token(const ModelSpec& m, const MlaSpec& mla, const Acti
   // Recomputing mla_up_proj re-derives Q, K, V from the latents in the backward: not kept.
   const double up_outputs = s.recompute_mla_up_proj ? 0.0 : 1.0;
   a.sharded = up_outputs * (2 * qk + 2 * qk + 2 * value) /* Q, K, V */ +
-              projection_input_bytes(s) * value /* projection input */;
+              projection_input_bytes(s) * value /* projection input */ +
+              cp_a2a_saved_output_bytes(s) * value;
   return a;
 }
 
@@ -83,7 +92,8 @@ Split attention_per_token(const ModelSpec& m, const ActivationSetting& s) {
   a.replicated = 2 * h /* norm input */ +
                  (s.recompute_norms ? 0 : s.gemm_input_bytes * h) /* QKV input */ + dropout_mask(m);
   a.sharded = 2 * query + 4 * key_value /* Q, K, V */ +
-              projection_input_bytes(s) * query /* projection input */;
+              projection_input_bytes(s) * query /* projection input */ +
+              cp_a2a_saved_output_bytes(s) * query;
   a.sharded += attention_scores_per_token(m, s);
   return a;
 }

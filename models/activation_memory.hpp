@@ -81,6 +81,10 @@ struct ActivationSetting {
   bool recompute_moe_act = false;         // selective: moe_act (routed experts' FC2 input)
   bool recompute_mla_up_proj = false;     // selective: mla_up_proj (Q, K, V not kept)
   bool flash_attention = true;
+  // Ranks of context parallelism's all-to-all when CP runs as all-to-all alone (cp_comm_type
+  // a2a), else 1. Transformer Engine from 2.8 on saves the attention output before the output
+  // all-to-all for its own backward, beside the projection's copy of it after the all-to-all.
+  std::int64_t cp_a2a = 1;
   double logits_kept_bytes = 4;  // per logit element the cross-entropy keeps (cross_entropy.hpp)
   // Bytes per element of a saved weight-gradient GEMM input: 2 (bf16, the tensor itself), or
   // its quantized copy's bytes (saved_gemm_input_bytes below).

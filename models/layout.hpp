@@ -77,6 +77,10 @@ struct Layout {
   bool output_apart_from_embedding() const {
     return embedding_chunk().stage != output_chunk().stage;
   }
+  // Ranks of CP's all-to-all when CP is all-to-all alone (cp_comm_type a2a), else 1.
+  std::int64_t cp_a2a_only() const {
+    return sizes.cp > 1 && cp.type == CpCommType::kA2a ? cp.a2a : 1;
+  }
 };
 
 // `where` names the run config file in errors.

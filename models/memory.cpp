@@ -170,6 +170,7 @@ ActivationSetting stage_setting(const Layout& layout, const TrainingSpec& traini
       activation_setting(training, layout.sizes.tp, layout.sizes.cp, layout.sequence_parallel);
   setting.etp = layout.expert.etp;
   setting.ep = layout.expert.ep;
+  setting.cp_a2a = layout.cp_a2a_only();
   return setting;
 }
 

@@ -151,6 +151,7 @@ LayerMemory layer_memory(const RunConfig& c, std::int64_t stage) {
                                            c.layout.sequence_parallel);
   s.ep = c.layout.expert.ep;
   s.etp = c.layout.expert.etp;
+  s.cp_a2a = c.layout.cp_a2a_only();
   LayerMemory m;
   m.layer_bytes = layer_activation_bytes(c.model, s);
   m.moe_layer_bytes = m.layer_bytes;

@@ -99,6 +99,20 @@ TEST_CASE("context parallelism gives each rank s/c tokens", "[models][activation
   CHECK(layer_activation_bytes(kGpt3, x) == Approx(whole / 4));
 }
 
+TEST_CASE("all-to-all CP keeps the attention output twice: before and after its all-to-all",
+          "[models][activations]") {
+  // Transformer Engine >= 2.8's all-to-all CP saves the head-sharded output O for the fused
+  // kernel's backward, and the projection saves O after the all-to-all: one more bf16 tensor
+  // of s/c·b·h elements, split over t like the other attention tensors (GPT-3: q = h).
+  ActivationSetting x = setting(8, true, Recompute::none);
+  x.flash_attention = true;
+  x.cp = 4;
+  const double ring = layer_activation_bytes(kGpt3, x);
+  x.cp_a2a = 4;
+  CHECK(layer_activation_bytes(kGpt3, x) - ring == Approx(2 * sbh / 4 / t));
+  CHECK(ring == Approx(sbh * 34 / t / 4));  // the p2p ring keeps one copy, as without CP
+}
+
 TEST_CASE("selective mlp and layernorm recompute drop their tensors", "[models][activations]") {
   ActivationSetting x = setting(1, false, Recompute::selective, true);
   const double base = layer_activation_bytes(kGpt3, x);  // 34sbh
