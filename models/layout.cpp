@@ -150,15 +150,14 @@ const PipelineSchedule& choose_schedule(const ModelSpec& model, const ParallelSp
   const PipelineSchedule* schedule =
       t.schedule ? t.schedule : find_pipeline_schedule(p.vpp > 1 ? "interleaved" : "1f1b");
   if (schedule->splits_weight_gradients) {
-    // The step builder defers the weight-gradient GEMMs of the dense layers' linears and the
-    // output layer; the MoE, MLA and MTP blocks chain theirs into the backward, and full
-    // recompute's per-layer transients would stay alive until W.
+    // The step builder defers the weight-gradient GEMMs of the layers' linears, the routed
+    // experts' grouped GEMMs, the router and the output layer; the MLA and MTP blocks chain
+    // theirs into the backward, and full recompute's per-layer transients would stay alive
+    // until W.
     const auto refuse = [&](const std::string& what) {
-      throw InputError(
-          where, "training.schedule", schedule->name,
-          "separate weight-gradient (W) passes are built for dense layers only, not " + what);
+      throw InputError(where, "training.schedule", schedule->name,
+                       "separate weight-gradient (W) passes are not built " + what);
     };
-    if (model.moe) refuse("for MoE models");
     if (model.mla) refuse("for multi-head latent attention");
     if (model.mtp_layers > 0) refuse("with MTP layers");
     if (t.recompute == Recompute::full) refuse("with training.recompute \"full\"");

@@ -271,10 +271,10 @@ void MoeOps::backward_experts(MoeBackward& state, bool recompute_activation) {
   }
   const bool grouped = setting_.grouped_gemm;
   emit_.grouped_gemm("experts fc2 dgrad", gemms_.fc2_dgrad, grouped, state.combined);
-  state.fc2_wgrad = emit_.grouped_gemm("experts fc2 wgrad", gemms_.fc2_wgrad, grouped);
+  state.fc2_wgrad = emit_.grouped_wgrad("experts fc2 wgrad", gemms_.fc2_wgrad, grouped);
   emit_.memory_bound("experts act bwd", (dims_.gated ? 10.0 : 6.0) * expert_elements());
   const OpIndex fc1_d = emit_.grouped_gemm("experts fc1 dgrad", gemms_.fc1_dgrad, grouped);
-  state.fc1_wgrad = emit_.grouped_gemm("experts fc1 wgrad", gemms_.fc1_wgrad, grouped);
+  state.fc1_wgrad = emit_.grouped_wgrad("experts fc1 wgrad", gemms_.fc1_wgrad, grouped);
   state.returned = dispatch("bwd", {fc1_d});
 }
 
@@ -295,8 +295,11 @@ OpIndex MoeOps::backward_finish(MoeBackward& state, std::vector<GradReady>& grad
       emit_.memory_bound("permute bwd", (t + routed) * row_bytes(), state.returned);
   eager.reset();  // the router's backward is captured with the rest of the layer
   emit_.memory_bound("router topk bwd", 8.0 * t * d(moe_.experts));
-  emit_.gemm("router dgrad", dgrad(router()));
-  const OpIndex router_w = emit_.gemm("router wgrad", wgrad(router()));
+  const OpIndex router_d = emit_.gemm("router dgrad", dgrad(router()));
+  // Deferred to a W pass (zero-bubble schedules), the router's weight gradient is a
+  // placeholder; the layer's input gradient then waits for the router's data gradient only.
+  const OpIndex router_w = emit_.wgrad("router wgrad", wgrad(router()));
+  const OpIndex router_last = OpEmitter::is_deferred_placeholder(router_w) ? router_d : router_w;
   if (shared) {
     grads.push_back({d(shared_fc2().n * shared_fc2().k), *state.shared_fc2});
     grads.push_back({d(shared_fc1().n * shared_fc1().k), shared_fc1_bwd->wgrad});
@@ -304,7 +307,7 @@ OpIndex MoeOps::backward_finish(MoeBackward& state, std::vector<GradReady>& grad
   grads.push_back({d(local_experts_) * d(dims_.hidden * fc2_k()), state.fc2_wgrad});
   grads.push_back({d(local_experts_) * d(fc1_width() * dims_.hidden), state.fc1_wgrad});
   grads.push_back({d(moe_.experts * dims_.hidden), router_w});
-  Deps done{permuted, router_w};
+  Deps done{permuted, router_last};
   if (shared) done.push_back(shared_fc1_bwd->grad_input);
   return emit_.memory_bound("moe grad sum", 2.0 * kBf16Bytes * t * d(dims_.hidden), done);
 }

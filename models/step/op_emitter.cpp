@@ -147,7 +147,29 @@ OpIndex OpEmitter::gemm(std::string_view name, const GemmShape& shape, const Dep
 OpIndex OpEmitter::wgrad(std::string_view name, const GemmShape& shape, const Deps& deps) {
   if (!deferring_) return gemm(name, shape, deps);
   const OpIndex placeholder = next_placeholder_++;
-  deferred_.gemms.push_back({tag_, std::string(name), shape, deps, placeholder});
+  DeferredWeightGradients::Gemm w;
+  w.tag = tag_;
+  w.name = std::string(name);
+  w.shape = shape;
+  w.deps = deps;
+  w.placeholder = placeholder;
+  deferred_.gemms.push_back(std::move(w));
+  return placeholder;
+}
+
+OpIndex OpEmitter::grouped_wgrad(std::string_view name, const GroupedGemmShape& shape,
+                                 bool one_kernel, const Deps& deps) {
+  if (!deferring_) return grouped_gemm(name, shape, one_kernel, deps);
+  const OpIndex placeholder = next_placeholder_++;
+  DeferredWeightGradients::Gemm w;
+  w.tag = tag_;
+  w.name = std::string(name);
+  w.deps = deps;
+  w.placeholder = placeholder;
+  w.grouped = shape;
+  w.one_kernel = one_kernel;
+  w.eager = eager_;
+  deferred_.gemms.push_back(std::move(w));
   return placeholder;
 }
 
@@ -158,14 +180,19 @@ OpEmitter::DeferredWeightGradients OpEmitter::take_deferred_weight_gradients() {
 void OpEmitter::emit_weight_gradients(DeferredWeightGradients deferred,
                                       std::vector<GradReady>& grads) {
   const OpTag saved = tag_;
+  const bool saved_eager = eager_;
   std::vector<std::pair<OpIndex, OpIndex>> emitted;  // placeholder → op
   for (std::size_t i = 0; i < deferred.gemms.size(); ++i) {
     auto& w = deferred.gemms[i];
     set_tag(std::move(w.tag));
+    if (w.eager != eager_) set_eager(w.eager);
     if (i + 1 == deferred.gemms.size()) pending_free_bytes_ += deferred.free_bytes;
-    emitted.emplace_back(w.placeholder, gemm(w.name, w.shape, w.deps));
+    const OpIndex op = w.grouped ? grouped_gemm(w.name, *w.grouped, w.one_kernel, w.deps)
+                                 : gemm(w.name, w.shape, w.deps);
+    emitted.emplace_back(w.placeholder, op);
   }
   if (deferred.gemms.empty()) pending_free_bytes_ += deferred.free_bytes;
+  if (saved_eager != eager_) set_eager(saved_eager);
   set_tag(saved);
   for (GradReady& grad : grads) {
     if (!is_deferred_placeholder(grad.op)) continue;

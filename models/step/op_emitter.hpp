@@ -102,6 +102,10 @@ class OpEmitter {
   // may hold (a placeholder among an op's dependencies is a logic error);
   // emit_weight_gradients() emits the recorded GEMMs at the W pass.
   OpIndex wgrad(std::string_view name, const GemmShape& shape, const Deps& deps = {});
+  // The same for the weight gradients of a grouped GEMM (routed experts); a deferred one keeps
+  // whether its ops ran eagerly (a dropless dispatcher's experts) for its W pass.
+  OpIndex grouped_wgrad(std::string_view name, const GroupedGemmShape& shape, bool one_kernel,
+                        const Deps& deps = {});
   // Deferral on or off; with it on, free_on_next holds the bytes back for the W pass too (the
   // layer's saved tensors stay alive until its weight gradients are computed).
   void defer_weight_gradients(bool on) { deferring_ = on; }
@@ -114,6 +118,9 @@ class OpEmitter {
       GemmShape shape;
       Deps deps;
       OpIndex placeholder = 0;
+      std::optional<GroupedGemmShape> grouped;  // set: a grouped GEMM (shape unused)
+      bool one_kernel = true;
+      bool eager = false;
     };
     std::vector<Gemm> gemms;
     double free_bytes = 0;

@@ -81,10 +81,10 @@ TEST_CASE("a deferred weight gradient runs after its B and feeds the gradient re
 
 TEST_CASE("zero-bubble schedules refuse what the builder cannot split",
           "[models][step][zero_bubble]") {
-  json moe = zero_bubble_config("zb_h1");
-  moe["model"]["moe"] = {{"experts", 8}, {"topk", 2}, {"ffn_hidden", 512}};
-  CHECK_THROWS_WITH(config_from(moe),
-                    Catch::Contains("training.schedule") && Catch::Contains("MoE"));
+  json mtp = zero_bubble_config("zb_h1");
+  mtp["model"]["mtp_layers"] = 1;
+  CHECK_THROWS_WITH(config_from(mtp),
+                    Catch::Contains("training.schedule") && Catch::Contains("MTP"));
   json full = zero_bubble_config("zb_h2");
   full["training"]["recompute"] = "full";
   CHECK_THROWS_WITH(config_from(full), Catch::Contains("recompute"));
@@ -92,4 +92,62 @@ TEST_CASE("zero-bubble schedules refuse what the builder cannot split",
   interleaved["parallel"]["vpp"] = 2;
   interleaved["model"]["layers"] = 8;
   CHECK_THROWS_WITH(config_from(interleaved), Catch::Contains("one model chunk per stage"));
+}
+
+namespace {
+
+// The zero-bubble test layout with 8 routed experts, top-2, over EP 2 (dp 2, 8 GPUs).
+json moe_config(const std::string& schedule) {
+  json doc = zero_bubble_config(schedule);
+  doc["model"]["moe"] = {{"experts", 8}, {"topk", 2}, {"ffn_hidden", 512}};
+  doc["num_gpus"] = 8;
+  doc["parallel"]["ep"] = 2;
+  doc["training"]["global_batch"] = 16;
+  return doc;
+}
+
+std::vector<OpIndex> labelled(const OpGraph& g, const std::string& text) {
+  return select(g, [&](const Op& op) { return label_has(g, op, text); });
+}
+
+}  // namespace
+
+TEST_CASE("an MoE layer's W pass holds the routed experts' and the router's weight gradients",
+          "[models][step][zero_bubble][moe]") {
+  const StepProgram program = build(moe_config("zb_h1"));
+  const OpGraph& g = program.graphs[0];
+  // Stage 0 of 4 has one MoE layer and runs 16 / 2 = 8 micro-batches.
+  const auto fc1_w = labelled(g, "experts fc1 wgrad");
+  const auto fc2_w = labelled(g, "experts fc2 wgrad");
+  const auto router_w = labelled(g, "router wgrad");
+  const auto fc1_d = labelled(g, "experts fc1 dgrad");
+  REQUIRE(fc1_w.size() == 8);
+  REQUIRE(fc2_w.size() == 8);
+  REQUIRE(router_w.size() == 8);
+  REQUIRE(fc1_d.size() == 8);
+  // ZB-H1 on stage 0 defers nothing past its own B (s = 0), so each W follows its B; on the
+  // last stage (s = 3) the first micro-batch's weight gradients wait for three later
+  // backwards, which 1F1B never does.
+  for (std::size_t k = 0; k < 8; ++k) CHECK(fc1_w[k] > fc1_d[k]);
+  const OpGraph& last = program.graphs[3];
+  const auto last_w = labelled(last, "experts fc1 wgrad");
+  const auto last_d = labelled(last, "experts fc1 dgrad");
+  REQUIRE(last_w.size() == 8);
+  REQUIRE(last_d.size() == 8);
+  CHECK(last_w[0] > last_d[3]);
+  const StepProgram one_f_one_b = build(moe_config("1f1b"));
+  const OpGraph& plain = one_f_one_b.graphs[3];
+  const auto plain_w = labelled(plain, "experts fc1 wgrad");
+  const auto plain_d = labelled(plain, "experts fc1 dgrad");
+  REQUIRE(plain_w.size() == 8);
+  REQUIRE(plain_d.size() == 8);
+  CHECK(plain_w[0] < plain_d[1]);
+  // No op waits for a deferred gradient except through the gradient reduction: the layer's
+  // input gradient follows the router's data gradient, not its weight gradient.
+  for (OpIndex w : router_w) {
+    for (OpIndex i = 0; i < g.size(); ++i) {
+      if (!label_has(g, g.op(i), "moe grad sum")) continue;
+      for (OpIndex dep : g.dependencies(i)) CHECK(dep != w);
+    }
+  }
 }
