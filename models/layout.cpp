@@ -143,23 +143,21 @@ ExpertLayout check_experts(const ModelSpec& m, const ParallelSpec& p, std::int64
 }
 
 // The schedule training.schedule names, or Megatron's choice (vpp > 1 interleaves).
-const PipelineSchedule& choose_schedule(const ModelSpec& model, const ParallelSpec& p,
-                                        const TrainingSpec& t, const std::string& where) {
+const PipelineSchedule& choose_schedule(const ParallelSpec& p, const TrainingSpec& t,
+                                        const std::string& where) {
   require(p.vpp == 1 || p.pp > 1, where, "parallel.vpp", p.vpp,
           "virtual pipeline chunks need pp > 1");
   const PipelineSchedule* schedule =
       t.schedule ? t.schedule : find_pipeline_schedule(p.vpp > 1 ? "interleaved" : "1f1b");
   if (schedule->splits_weight_gradients) {
-    // The step builder defers the weight-gradient GEMMs of the layers' linears, the routed
-    // experts' grouped GEMMs, the router and the output layer; the MLA and MTP blocks chain
-    // theirs into the backward, and full recompute's per-layer transients would stay alive
+    // The step builder defers the weight-gradient GEMMs of the layers' linears (MLA's
+    // projections among them), the routed experts' grouped GEMMs, the router, the MTP
+    // projection and the output layer; full recompute's per-layer transients would stay alive
     // until W.
     const auto refuse = [&](const std::string& what) {
       throw InputError(where, "training.schedule", schedule->name,
                        "separate weight-gradient (W) passes are not built " + what);
     };
-    if (model.mla) refuse("for multi-head latent attention");
-    if (model.mtp_layers > 0) refuse("with MTP layers");
     if (t.recompute == Recompute::full) refuse("with training.recompute \"full\"");
   }
   return *schedule;
@@ -258,7 +256,7 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
   layout.expert = check_experts(model, parallel, num_gpus, layout.sequence_parallel, where);
   // Combined forward/backward pairs need the extra warm-up micro-batch interleaving gives: with
   // plain 1F1B each pair would wait for the neighbouring stage's pair.
-  const PipelineSchedule& schedule = choose_schedule(model, parallel, training, where);
+  const PipelineSchedule& schedule = choose_schedule(parallel, training, where);
   layout.schedule = &schedule;
   if (model.moe && training.overlap.ep_comm && parallel.pp > 1 &&
       !schedule.pairs_backward_with_forward) {

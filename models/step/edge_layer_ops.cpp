@@ -159,7 +159,7 @@ OpIndex LayerOps::mtp_backward(std::int64_t microbatch, const Deps& deps,
     tag(microbatch, std::nullopt, "mtp" + std::to_string(m));
     const GemmShape p = mtp_projection_shape();
     emit_.gemm("projection dgrad", {p.m, p.k, p.n}, {layer});
-    const OpIndex wgrad = emit_.gemm("projection wgrad", {p.k, p.n, p.m});
+    const OpIndex wgrad = emit_.wgrad("projection wgrad", {p.k, p.n, p.m});
     const OpIndex norms = emit_.memory_bound("norms bwd", 2.0 * norm_backward_bytes());
     grads.push_back({static_cast<double>(p.n * p.k), wgrad});
     grads.push_back({2.0 * dims_.norm_params, norms});

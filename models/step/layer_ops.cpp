@@ -328,8 +328,12 @@ OpIndex LayerOps::attention_backward(std::int64_t layer, std::vector<GradReady>&
   Deps attention = core_attention_backward(input);
   for (auto it = mla.rbegin(); it != mla.rend(); ++it) {
     const GemmShape& f = it->second;
-    emit_.gemm(it->first + " dgrad", {f.m, f.k, f.n}, attention);
-    attention = {emit_.gemm(it->first + " wgrad", {f.k, f.n, f.m})};
+    const OpIndex dgrad = emit_.gemm(it->first + " dgrad", {f.m, f.k, f.n}, attention);
+    // Deferred to a W pass (zero-bubble schedules), the weight gradient is a placeholder and
+    // the next linear's backward follows the data gradient; qkv's weight gradient, recorded
+    // last, carries the block's parameters to the gradient reduction.
+    const OpIndex wgrad = emit_.wgrad(it->first + " wgrad", {f.k, f.n, f.m});
+    attention = {OpEmitter::is_deferred_placeholder(wgrad) ? dgrad : wgrad};
   }
   const LinearBackward qkv = linear_.column_backward("qkv", qkv_shape(), attention);
   const bool full = recompute_.mode == Recompute::full;

@@ -99,11 +99,11 @@ TEST_CASE("tied embeddings in a V share one table on stage 0: no copy, no embedd
   CHECK(report.stages[3].weights == Approx(report.stages[1].weights));
 }
 
-TEST_CASE("V-shape schedules refuse MTP layers and DualPipeV takes at least 2p micro-batches",
+TEST_CASE("V-shape schedules refuse full recompute and DualPipeV takes at least 2p micro-batches",
           "[models][step][v_shape]") {
-  json mtp = v_config("dualpipev");
-  mtp["model"]["mtp_layers"] = 1;
-  CHECK_THROWS_WITH(config_from(mtp), Catch::Contains("MTP"));
+  json full = v_config("dualpipev");
+  full["training"]["recompute"] = "full";
+  CHECK_THROWS_WITH(config_from(full), Catch::Contains("recompute"));
   json few = v_config("dualpipev");
   few["training"]["global_batch"] = 6;
   CHECK_THROWS_WITH(config_from(few),
