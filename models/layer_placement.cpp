@@ -81,6 +81,18 @@ Sizes uneven_sizes(const PlacementRequest& r, const std::string& where, std::str
   return sizes;
 }
 
+// With several chains (DualPipe) the split is of one chain's positions, each one chunk: the
+// request as for a pipeline of chain_length stages without interleaving.
+PlacementRequest one_chain(const PlacementRequest& request) {
+  const std::int64_t positions = request.virtual_stages.chain_length();
+  if (request.virtual_stages.chains() == 1) return request;
+  PlacementRequest chain = request;
+  chain.pp = positions;
+  chain.vpp = 1;
+  chain.virtual_stages = VirtualStages(*find_pipeline_schedule("1f1b"), {positions, 1, 1});
+  return chain;
+}
+
 }  // namespace
 
 std::int64_t StageLayers::total() const {
@@ -92,23 +104,28 @@ std::int64_t StageLayers::total() const {
 LayerPlacement place_layers(const PlacementRequest& request, const std::string& where) {
   LayerPlacement placement;
   const bool custom = request.first_stage_layers || request.last_stage_layers;
+  const PlacementRequest chain = one_chain(request);
   Sizes sizes;
   if (!request.layout_sizes.empty()) {
     sizes = request.layout_sizes;  // as the user placed them: nothing to note
   } else {
-    sizes = custom ? uneven_sizes(request, where, placement.note)
-                   : even_sizes(request, where, placement.note);
+    sizes = custom ? uneven_sizes(chain, where, placement.note)
+                   : even_sizes(chain, where, placement.note);
   }
   placement.stages.resize(static_cast<std::size_t>(request.pp));
+  // Every chain places the same layers: position i of each holds sizes[i] from the same layer.
   std::int64_t next_layer = 0;
-  for (std::size_t v = 0; v < sizes.size(); ++v) {
-    const StageChunk place = request.virtual_stages.place(static_cast<std::int64_t>(v));
+  for (std::int64_t v = 0; v < request.virtual_stages.count(); ++v) {
+    const std::int64_t position = request.virtual_stages.position(v);
+    if (position == 0) next_layer = 0;
+    const std::int64_t count = sizes[static_cast<std::size_t>(position)];
+    const StageChunk place = request.virtual_stages.place(v);
     auto& entry = placement.stages[static_cast<std::size_t>(place.stage)];
     entry.stage = place.stage;
     entry.chunks.resize(static_cast<std::size_t>(request.vpp));
-    entry.chunks[static_cast<std::size_t>(place.chunk)] = {place.chunk, next_layer, sizes[v]};
-    next_layer += sizes[v];
-    if (sizes[v] != sizes.front()) placement.uneven = true;
+    entry.chunks[static_cast<std::size_t>(place.chunk)] = {place.chunk, next_layer, count};
+    next_layer += count;
+    if (count != sizes.front()) placement.uneven = true;
   }
   return placement;
 }

@@ -191,6 +191,24 @@ DataSharding choose_data_sharding(const ModelSpec& model, const ParallelSpec& p,
   return sharding;
 }
 
+// Schedules that keep two copies of the parameters (DualPipe) sum their gradients over both
+// copies' data-parallel ranks; what that leaves unmodelled is refused.
+void check_parameter_copies(const ModelSpec& model, const ParallelSpec& p, const Layout& layout,
+                            const PipelineSchedule& schedule, const std::string& where) {
+  if (schedule.chains == 1) return;
+  const auto refuse = [&](const std::string& what) {
+    throw InputError(where, "training.schedule", schedule.name, what + " are not modelled");
+  };
+  if (model.tied_embeddings) {
+    refuse("tied embeddings with two pipeline directions (each end stage would hold the table for "
+           "one direction's embedding and the other's output layer)");
+  }
+  if (p.pipeline_layout) refuse("parallel.pipeline_layout placements for two directions");
+  if (layout.shard_group > 0) {
+    refuse("hybrid sharding (parallel.fsdp_shard_group) over two parameter copies");
+  }
+}
+
 // Hybrid sharding: a shard group divides DP×CP, shards something, and leaves routed experts
 // (sharded over expert DP) alone.
 std::int64_t check_shard_group(const ModelSpec& model, const ParallelSpec& p, const Layout& layout,
@@ -276,6 +294,7 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
   layout.num_microbatches = training.global_batch / (training.micro_batch * layout.sizes.dp);
   layout.data_sharding = choose_data_sharding(model, parallel, training, where);
   layout.shard_group = check_shard_group(model, parallel, layout, where);
+  check_parameter_copies(model, parallel, layout, schedule, where);
   check_offload(model, training, schedule, where);
   if (training.offload_optimizer_states > 0 && layout.data_sharding > DataSharding::kOptimizer) {
     throw InputError(where, "training.offload.optimizer_states",

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,19 +68,41 @@ struct Layout {
   // Copies of each shard: dp_cp() / dp_shards() (1 without hybrid sharding).
   std::int64_t dp_replicas() const { return dp_cp() / dp_shards(); }
   PipelineShape pipeline_shape() const { return {sizes.pp, vpp, num_microbatches}; }
-  // The stage (and its chunk) holding the first virtual stage, with the embedding.
-  StageChunk embedding_chunk() const { return virtual_stages.place(0); }
-  // The stage (and its chunk) holding the last virtual stage: output layer, loss and MTP.
-  StageChunk output_chunk() const { return virtual_stages.place(virtual_stages.count() - 1); }
-  // The embedding and the output layer are on different stages (pp > 1, except in a V shape,
-  // whose stage 0 holds both): tied embeddings then need a copy of the table for the output
-  // layer and an all-reduce of their gradients between the two stages.
+  // The chunk of `stage` holding the first position of a chain (the embedding), or nullopt. One
+  // chain's start per stage at most: a second chain (DualPipe) starts on the other end stage.
+  std::optional<std::int64_t> embedding_chunk_on(std::int64_t stage) const {
+    return chunk_on(virtual_stages.chain_starts(), stage);
+  }
+  // The chunk of `stage` holding the last position of a chain: output layer, loss and MTP.
+  std::optional<std::int64_t> output_chunk_on(std::int64_t stage) const {
+    return chunk_on(virtual_stages.chain_ends(), stage);
+  }
+  bool holds_embedding(std::int64_t stage) const { return embedding_chunk_on(stage).has_value(); }
+  bool holds_output(std::int64_t stage) const { return output_chunk_on(stage).has_value(); }
+  // Copies of each layer's parameters across the stages: the schedule's chains (DualPipe: 2).
+  std::int64_t parameter_copies() const { return virtual_stages.chains(); }
+  // Some stage holds an output layer without an embedding (pp > 1, except in a V shape, whose
+  // stage 0 holds both, and DualPipe, whose end stages hold both): tied embeddings then need a
+  // copy of the table for the output layer and an all-reduce of their gradients between the
+  // stages.
   bool output_apart_from_embedding() const {
-    return embedding_chunk().stage != output_chunk().stage;
+    for (const StageChunk& end : virtual_stages.chain_ends()) {
+      if (!holds_embedding(end.stage)) return true;
+    }
+    return false;
   }
   // Ranks of CP's all-to-all when CP is all-to-all alone (cp_comm_type a2a), else 1.
   std::int64_t cp_a2a_only() const {
     return sizes.cp > 1 && cp.type == CpCommType::kA2a ? cp.a2a : 1;
+  }
+
+ private:
+  static std::optional<std::int64_t> chunk_on(const std::vector<StageChunk>& places,
+                                              std::int64_t stage) {
+    for (const StageChunk& place : places) {
+      if (place.stage == stage) return place.chunk;
+    }
+    return std::nullopt;
   }
 };
 

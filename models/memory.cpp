@@ -18,11 +18,11 @@ double d(std::int64_t value) {
 }
 
 bool is_last(const Layout& layout, std::int64_t stage) {
-  return stage == layout.output_chunk().stage;
+  return layout.holds_output(stage);
 }
 
 bool is_first(const Layout& layout, std::int64_t stage) {
-  return stage == layout.embedding_chunk().stage;
+  return layout.holds_embedding(stage);
 }
 
 bool holds_output_weights(const ModelSpec& model, const Layout& layout, std::int64_t stage) {
@@ -112,13 +112,11 @@ std::vector<double> chunk_bytes(const ModelSpec& model, const Layout& layout,
     const std::int64_t moe = moe_layers_in(model, chunk.first_layer, chunk.count);
     bytes.push_back(d(chunk.count - moe) * per_layer.dense + d(moe) * per_layer.moe);
   }
-  if (is_first(layout, stage)) {
-    bytes[static_cast<std::size_t>(layout.embedding_chunk().chunk)] +=
-        embedding_activation_bytes(model, setting);
+  if (const auto chunk = layout.embedding_chunk_on(stage)) {
+    bytes[static_cast<std::size_t>(*chunk)] += embedding_activation_bytes(model, setting);
   }
-  if (is_last(layout, stage)) {
-    bytes[static_cast<std::size_t>(layout.output_chunk().chunk)] +=
-        mtp_activation_bytes(model, setting);
+  if (const auto chunk = layout.output_chunk_on(stage)) {
+    bytes[static_cast<std::size_t>(*chunk)] += mtp_activation_bytes(model, setting);
   }
   return bytes;
 }
@@ -127,10 +125,10 @@ std::vector<double> chunk_bytes(const ModelSpec& model, const Layout& layout,
 // schedule (no weight-gradient pass reads them).
 std::vector<double> output_chunk_bytes(const ModelSpec& model, const Layout& layout,
                                        const ActivationSetting& setting, std::int64_t stage) {
-  if (!is_last(layout, stage)) return {};
+  const auto chunk = layout.output_chunk_on(stage);
+  if (!chunk) return {};
   std::vector<double> bytes(layers_of(layout, stage).chunks.size(), 0.0);
-  bytes[static_cast<std::size_t>(layout.output_chunk().chunk)] =
-      output_activation_bytes(model, setting);
+  bytes[static_cast<std::size_t>(*chunk)] = output_activation_bytes(model, setting);
   return bytes;
 }
 
@@ -154,13 +152,12 @@ BackwardTransients grad_transients(const ModelSpec& model, const Layout& layout,
                                    std::int64_t stage) {
   const std::size_t chunks = layers_of(layout, stage).chunks.size();
   BackwardTransients t{std::vector<double>(chunks, 0.0), std::vector<double>(chunks, 0.0)};
-  if (is_last(layout, stage)) {
-    t.at_start[static_cast<std::size_t>(layout.output_chunk().chunk)] =
+  if (const auto chunk = layout.output_chunk_on(stage)) {
+    t.at_start[static_cast<std::size_t>(*chunk)] =
         output_wgrad_placeholder_bytes(model, layout, stage);
   }
-  if (is_first(layout, stage)) {
-    t.at_end[static_cast<std::size_t>(layout.embedding_chunk().chunk)] =
-        embedding_grad_bytes(model, layout, stage);
+  if (const auto chunk = layout.embedding_chunk_on(stage)) {
+    t.at_end[static_cast<std::size_t>(*chunk)] = embedding_grad_bytes(model, layout, stage);
   }
   return t;
 }
@@ -528,12 +525,17 @@ StageParameters stage_parameters(const ModelSpec& model, const Layout& layout, s
   return p;
 }
 
+// A schedule with two parameter copies (DualPipe) shards over both copies' data-parallel ranks.
 std::int64_t optimizer_shards(const Layout& layout, const TrainingSpec&) {
-  return layout.data_sharding >= DataSharding::kOptimizer ? layout.dp_shards() : 1;
+  return layout.data_sharding >= DataSharding::kOptimizer
+             ? layout.dp_shards() * layout.parameter_copies()
+             : 1;
 }
 
 std::int64_t expert_optimizer_shards(const Layout& layout, const TrainingSpec&) {
-  return layout.data_sharding >= DataSharding::kOptimizer ? layout.expert.edp : 1;
+  return layout.data_sharding >= DataSharding::kOptimizer
+             ? layout.expert.edp * layout.parameter_copies()
+             : 1;
 }
 
 StaticBytesPerParam static_bytes_per_param(const Layout& layout, const TrainingSpec& training) {

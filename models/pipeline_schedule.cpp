@@ -11,7 +11,8 @@ namespace {
 std::deque<PipelineSchedule>& registry() {
   static std::deque<PipelineSchedule> schedules{
       one_f_one_b_schedule(), interleaved_1f1b_schedule(), zb_h1_schedule(),
-      zb_h2_schedule(),       zero_bubble_v_schedule(),    dualpipe_v_schedule()};
+      zb_h2_schedule(),       zero_bubble_v_schedule(),    dualpipe_v_schedule(),
+      dualpipe_schedule()};
   return schedules;
 }
 
@@ -64,8 +65,13 @@ std::int64_t v_shape_virtual_stage(const PipelineShape& shape, std::int64_t stag
 
 VirtualStages::VirtualStages(const PipelineSchedule& schedule, const PipelineShape& shape)
     : vpp_(shape.vpp),
+      chains_(schedule.chains),
       of_(static_cast<std::size_t>(shape.pp * shape.vpp), -1),
       place_(static_cast<std::size_t>(shape.pp * shape.vpp), StageChunk{-1, -1}) {
+  if (chains_ < 1 || (shape.pp * shape.vpp) % chains_ != 0) {
+    throw std::logic_error("pipeline schedule \"" + schedule.name +
+                           "\": pp·vpp chunks do not divide into its chains");
+  }
   for (std::int64_t stage = 0; stage < shape.pp; ++stage) {
     for (std::int64_t chunk = 0; chunk < shape.vpp; ++chunk) {
       const std::int64_t v = schedule.virtual_stage(shape, stage, chunk);
@@ -85,6 +91,26 @@ std::int64_t VirtualStages::of(std::int64_t stage, std::int64_t chunk) const {
 
 StageChunk VirtualStages::place(std::int64_t virtual_stage) const {
   return place_.at(static_cast<std::size_t>(virtual_stage));
+}
+
+std::optional<std::int64_t> VirtualStages::next(std::int64_t stage, std::int64_t chunk,
+                                                std::int64_t step) const {
+  const std::int64_t v = of(stage, chunk);
+  const std::int64_t to = position(v) + step;
+  if (to < 0 || to >= chain_length()) return std::nullopt;
+  return v + step;
+}
+
+std::vector<StageChunk> VirtualStages::chain_starts() const {
+  std::vector<StageChunk> starts;
+  for (std::int64_t k = 0; k < chains_; ++k) starts.push_back(place(k * chain_length()));
+  return starts;
+}
+
+std::vector<StageChunk> VirtualStages::chain_ends() const {
+  std::vector<StageChunk> ends;
+  for (std::int64_t k = 0; k < chains_; ++k) ends.push_back(place((k + 1) * chain_length() - 1));
+  return ends;
 }
 
 std::vector<ScheduleItem> warmup_then_pairs(const std::vector<ScheduleItem>& forwards,

@@ -22,16 +22,28 @@
 //    DeepSeek-V3's DualPipe cut in half; models/schedules/dualpipe_v.cpp): two chunks per stage
 //    in a V, B and W split; ZB-V at 1F1B's peak of 2p chunks (p micro-batches of a stage) on
 //    every stage, DualPipeV at 2p + 1 with m ≥ 2p and its forward/backward pairs overlappable.
+//  * "dualpipe" (DualPipe, DeepSeek-V3 §3.2.1; models/schedules/dualpipe.cpp): two pipelines in
+//    opposite directions over the same layers, each stage holding one chunk of each (two copies
+//    of the parameters), half the micro-batches entering at each end; B and W split; at most
+//    pp + 1 chunks in flight; pairs overlappable as DualPipeV's.
 //
 // 1f1b and interleaved fuse W into B: their backward computes input and weight gradients
 // together. 1f1b, interleaved, zb_h1 and zb_h2 place chunk c of stage s at virtual stage
 // c·pp + s (Megatron's chunk-major numbering); zbv and dualpipev in a V (v_shape_virtual_stage):
 // the last stage holds the two middle virtual stages, stage 0 the first and the last.
+//
+// Chains: a schedule's virtual stages may form more than one pipeline over the whole model
+// (`chains`; DualPipe's two directions). Chain k is virtual stages k·n … (k+1)·n − 1, n =
+// pp·vpp / chains; position i of every chain holds the same layers, so a stage holds the
+// parameters of each of its chunks once per chunk (DualPipe's two copies), and the micro-batches
+// k·m/chains … (k+1)·m/chains − 1 run chain k only: each (micro-batch, chunk) of the order
+// belongs to the chunk's chain. Activations move between neighbours of one chain.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +82,9 @@ struct PipelineSchedule {
       virtual_stage;
   // The order has W items (otherwise each B includes its weight gradients).
   bool splits_weight_gradients = false;
+  // Pipelines over the whole model the virtual stages form (see above); pp·vpp must divide by it
+  // and m too (`rejects` says so).
+  std::int64_t chains = 1;
   // A backward followed by a forward of another micro-batch may run as one combined pair (the
   // EP all-to-all overlap) without waiting for the neighbouring stage's pair: the schedule has
   // a spare warm-up forward for it.
@@ -109,16 +124,33 @@ class VirtualStages {
   // Throws std::logic_error when the schedule's placement is not a bijection.
   VirtualStages(const PipelineSchedule& schedule, const PipelineShape& shape);
 
+  // Virtual stages in all chains.
   std::int64_t count() const { return static_cast<std::int64_t>(place_.size()); }
+  std::int64_t chains() const { return chains_; }
+  // Virtual stages in one chain: the model's pipeline positions.
+  std::int64_t chain_length() const { return count() / chains_; }
+  // The position of virtual stage `v` in its chain (which layers it holds).
+  std::int64_t position(std::int64_t v) const { return v % chain_length(); }
   std::int64_t of(std::int64_t stage, std::int64_t chunk) const;
   StageChunk place(std::int64_t virtual_stage) const;
-  bool first(std::int64_t stage, std::int64_t chunk) const { return of(stage, chunk) == 0; }
-  bool last(std::int64_t stage, std::int64_t chunk) const {
-    return of(stage, chunk) == count() - 1;
+  // The chunk holds the first (embedding) or the last (output layer, loss) position of its chain.
+  bool first(std::int64_t stage, std::int64_t chunk) const {
+    return position(of(stage, chunk)) == 0;
   }
+  bool last(std::int64_t stage, std::int64_t chunk) const {
+    return position(of(stage, chunk)) == chain_length() - 1;
+  }
+  // The virtual stage `step` (±1) from chunk `chunk` of `stage` along its chain, or nullopt past
+  // the chain's end.
+  std::optional<std::int64_t> next(std::int64_t stage, std::int64_t chunk,
+                                   std::int64_t step) const;
+  // Where position 0 (the embedding) and the last position (the output layer) of each chain are.
+  std::vector<StageChunk> chain_starts() const;
+  std::vector<StageChunk> chain_ends() const;
 
  private:
   std::int64_t vpp_ = 1;
+  std::int64_t chains_ = 1;
   std::vector<std::int64_t> of_;  // [stage·vpp + chunk]
   std::vector<StageChunk> place_;
 };

@@ -67,7 +67,7 @@ double te_wgrad_placeholder_bytes(const ModelSpec& model, const Layout& layout,
     for (std::int64_t layer = chunk.first_layer; layer < chunk.first_layer + chunk.count; ++layer)
       add_layer_shapes(model, layout, layer, shapes);
   }
-  if (stage == layout.output_chunk().stage && model.mtp_layers > 0) {
+  if (layout.holds_output(stage) && model.mtp_layers > 0) {
     add_layer_shapes(model, layout, model.layers - 1, shapes);
     shapes.insert({model.hidden / layout.sizes.tp, 2 * model.hidden});  // the MTP projection
   }
@@ -80,12 +80,12 @@ double te_wgrad_placeholder_bytes(const ModelSpec& model, const Layout& layout,
 
 double output_wgrad_placeholder_bytes(const ModelSpec& model, const Layout& layout,
                                       std::int64_t stage) {
-  if (stage != layout.output_chunk().stage) return 0.0;
+  if (!layout.holds_output(stage)) return 0.0;
   return kParameterBytes * table_elements(model, layout);
 }
 
 double embedding_grad_bytes(const ModelSpec& model, const Layout& layout, std::int64_t stage) {
-  if (stage != layout.embedding_chunk().stage) return 0.0;
+  if (!layout.holds_embedding(stage)) return 0.0;
   return kParameterBytes * table_elements(model, layout);
 }
 

@@ -82,6 +82,8 @@ void steady_state(DualPipeVOrder& o, const PipelineShape& shape, std::int64_t r)
   }
 }
 
+}  // namespace
+
 std::vector<ScheduleItem> dualpipe_v_order(const PipelineShape& shape, std::int64_t r) {
   const std::int64_t p = shape.pp;
   DualPipeVOrder o;
@@ -109,6 +111,8 @@ std::vector<ScheduleItem> dualpipe_v_order(const PipelineShape& shape, std::int6
   for (std::int64_t i = 0; i < r + 1; ++i) o.oldest_deferred_weight();
   return o.items;
 }
+
+namespace {
 
 std::string dualpipe_v_rejects(const PipelineShape& shape) {
   if (shape.vpp != 2) {

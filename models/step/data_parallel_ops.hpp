@@ -124,12 +124,14 @@ class DataParallelOps {
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
-  // Micro-batch 0's forward is about to run `module` of `chunk`: the parameter all-gathers it
+  // The chunk's first micro-batch's forward is about to run `module` of `chunk` (micro-batch 0,
+  // or the first of the chunk's chain): the parameter all-gathers it
   // waits for (empty unless overlap_param_gather). Gathers dispatched now wait for
   // `issue_after` (the module's input: a pipeline receive) and the last compute op.
   Deps before_first_forward(std::int64_t chunk, std::int64_t module, const Deps& issue_after);
   // Any micro-batch's forward is about to run `module` of `chunk`: what it waits for (the
-  // parameter all-gathers above for micro-batch 0, ZeRO-3's gathers for every one).
+  // parameter all-gathers above for the chunk's first micro-batch, ZeRO-3's gathers for every
+  // one).
   Deps before_forward(std::int64_t microbatch, std::int64_t chunk, std::int64_t module,
                       const Deps& issue_after);
   // The forward of `module` has just been emitted: ZeRO-3 frees its gathered parameters when the
@@ -196,6 +198,7 @@ class DataParallelOps {
   std::vector<std::optional<OpIndex>> gathers_;        // by forward position
   std::vector<std::vector<GradReady>> pending_grads_;  // per chunk, without overlap
   std::vector<OpIndex> reductions_;
+  std::map<std::int64_t, std::int64_t> first_forward_;  // chunk -> its first micro-batch
   // ZeRO-3: the gathers of the forward and the backward pass being emitted (EP overlap emits
   // one of each at once), by forward position; a pass is one (micro-batch, chunk).
   struct PassGathers {

@@ -30,10 +30,10 @@ PipelineOps::PipelineOps(OpEmitter& emit, LayerOps& layers, DataParallelOps& dat
 std::vector<std::int64_t> PipelineSetting::neighbour_stages() const {
   std::vector<std::int64_t> stages;
   for (std::int64_t chunk = 0; chunk < shape.vpp; ++chunk) {
-    const std::int64_t v = virtual_stages.of(stage, chunk);
-    for (const std::int64_t w : {v - 1, v + 1}) {
-      if (w < 0 || w >= virtual_stages.count()) continue;
-      const std::int64_t other = virtual_stages.place(w).stage;
+    for (const std::int64_t step : {-1, +1}) {
+      const auto w = virtual_stages.next(stage, chunk, step);
+      if (!w) continue;
+      const std::int64_t other = virtual_stages.place(*w).stage;
       if (other != stage) stages.push_back(other);
     }
   }
@@ -52,8 +52,7 @@ bool PipelineOps::last_virtual_stage(std::int64_t chunk) const {
 
 std::optional<RankIndex> PipelineOps::neighbour(std::int64_t chunk, std::int64_t step) const {
   const VirtualStages& virtual_stages = setting_.virtual_stages;
-  const std::int64_t stage =
-      virtual_stages.place(virtual_stages.of(setting_.stage, chunk) + step).stage;
+  const std::int64_t stage = virtual_stages.place(*virtual_stages.next(setting_.stage, chunk, step)).stage;
   if (stage == setting_.stage) return std::nullopt;
   return setting_.stage_ranks[static_cast<std::size_t>(stage)];
 }
@@ -61,6 +60,12 @@ std::optional<RankIndex> PipelineOps::neighbour(std::int64_t chunk, std::int64_t
 void PipelineOps::emit_schedule() {
   output_done_.assign(static_cast<std::size_t>(setting_.shape.microbatches), std::nullopt);
   const auto items = setting_.schedule->order(setting_.shape, setting_.stage);
+  // A chunk's gradients are complete after its chain's last micro-batch (m − 1 with one chain).
+  last_microbatch_.assign(static_cast<std::size_t>(setting_.shape.vpp), -1);
+  for (const ScheduleItem& item : items) {
+    auto& last = last_microbatch_[static_cast<std::size_t>(item.chunk)];
+    last = std::max(last, item.microbatch);
+  }
   for (std::size_t i = 0; i < items.size(); ++i) {
     const ScheduleItem& item = items[i];
     if (item.pass == Pass::kWeight) {
@@ -166,7 +171,7 @@ void PipelineOps::backward_epilogue(std::int64_t microbatch, std::int64_t chunk,
                                              std::move(grads)};
     return;
   }
-  if (microbatch == setting_.shape.microbatches - 1) {
+  if (microbatch == last_microbatch_[static_cast<std::size_t>(chunk)]) {
     data_parallel_.chunk_gradients_ready(chunk, grads);
   }
 }
@@ -180,7 +185,7 @@ void PipelineOps::weight(std::int64_t microbatch, std::int64_t chunk) {
   PendingWeights pending = std::move(it->second);
   pending_weights_.erase(it);
   emit_.emit_weight_gradients(std::move(pending.deferred), pending.grads);
-  if (microbatch == setting_.shape.microbatches - 1) {
+  if (microbatch == last_microbatch_[static_cast<std::size_t>(chunk)]) {
     data_parallel_.chunk_gradients_ready(chunk, pending.grads);
   }
 }

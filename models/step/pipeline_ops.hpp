@@ -5,7 +5,8 @@
 // Chunk c of this stage is virtual stage v (the schedule's placement). Its forward receives the
 // activation [s'/(t if SP), b, h] (bf16) from the stage holding virtual stage v − 1 and sends its
 // output to the one holding v + 1; its backward receives the gradient from v + 1 and sends one
-// back. A neighbour on this same stage needs no transfer. Sends and receives go on four streams
+// back; v ± 1 stay in v's chain (DualPipe's two directions are two chains). A neighbour on this
+// same stage needs no transfer. Sends and receives go on four streams
 // (send/recv × forward/backward) so that no receive blocks an unrelated send; the chunk's first
 // op waits for its receive, a send waits for the chunk's last op. Receives are posted as early as
 // their stream allows, as Megatron's overlapped p2p does; the compute stream waits only where it
@@ -97,6 +98,7 @@ class PipelineOps {
   PipelineSetting setting_;
   StageLayers stage_layers_;
   std::vector<std::optional<OpIndex>> output_done_;  // last op of each micro-batch's loss
+  std::vector<std::int64_t> last_microbatch_;         // by chunk: the last its chain runs
   // B passes whose W pass has not run: what they deferred and their gradients, by (micro-batch,
   // chunk).
   struct PendingWeights {

@@ -124,7 +124,9 @@ Deps DataParallelOps::gather_for_pass(PassGathers& pass, std::int64_t microbatch
 Deps DataParallelOps::before_forward(std::int64_t microbatch, std::int64_t chunk,
                                      std::int64_t module, const Deps& issue_after) {
   if (!shards_params()) {
-    return microbatch == 0 ? before_first_forward(chunk, module, issue_after) : Deps{};
+    // The chunk's first micro-batch (0, or its chain's first with two chains) gathers.
+    const auto first = first_forward_.emplace(chunk, microbatch).first->second;
+    return microbatch == first ? before_first_forward(chunk, module, issue_after) : Deps{};
   }
   return gather_for_pass(forward_pass_, microbatch, chunk, module, +1, issue_after);
 }

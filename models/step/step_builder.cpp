@@ -101,6 +101,25 @@ RealGroups real_groups(RankGroups groups, std::int64_t world) {
 }
 
 // Everything the per-rank builds share.
+// DualPipe's two parameter copies (models/schedules/dualpipe.cpp): stage s's data-parallel
+// groups joined with those of the same coordinates on stage pp − 1 − s, which hold the other
+// copy of the same layers; one group, its members first, serves both stages.
+RankGroups with_mirror_stage(const RankGroups& groups, const RankLayout& ranks) {
+  const std::int64_t pp = ranks.sizes().pp;
+  RankGroups out;
+  for (const auto& group : groups) {
+    if (group.empty() || ranks.coordinates(group.front()).pp >= pp / 2) continue;
+    std::vector<std::int64_t> members = group;
+    for (const std::int64_t rank : group) {
+      RankCoordinates mirror = ranks.coordinates(rank);
+      mirror.pp = pp - 1 - mirror.pp;
+      members.push_back(ranks.rank(mirror));
+    }
+    out.push_back(std::move(members));
+  }
+  return out;
+}
+
 // Hierarchical CP (mechanics.md §3.2): inside every CP group (members by CP index), the
 // all-to-all groups are runs of `a2a` consecutive members and the rings take every a2a-th.
 RankGroups cp_subgroups(const RankGroups& cp_groups, std::int64_t a2a, bool rings) {
@@ -162,11 +181,11 @@ LayerMemory layer_memory(const RunConfig& c, std::int64_t stage) {
   if (c.training.recompute == Recompute::full) {
     m.transient_bytes = layer_recompute_transient_bytes(c.model, s);
   }
-  if (stage == c.layout.embedding_chunk().stage) {
+  if (c.layout.holds_embedding(stage)) {
     m.embedding_bytes = embedding_activation_bytes(c.model, s);
     m.embedding_grad_bytes = embedding_grad_bytes(c.model, c.layout, stage);
   }
-  if (stage == c.layout.output_chunk().stage) {
+  if (c.layout.holds_output(stage)) {
     m.output_bytes = output_activation_bytes(c.model, s);
     m.output_placeholder_bytes = output_wgrad_placeholder_bytes(c.model, c.layout, stage);
   }
@@ -272,7 +291,7 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
   const Layout& layout = in.config.layout;
   const TrainingSpec& training = in.config.training;
   DpSetting dp;
-  dp.group_size = layout.dp_cp();
+  dp.group_size = layout.dp_cp() * layout.parameter_copies();
   dp.active = dp.group_size > 1;
   if (layout.shard_group > 0) {
     dp.group = table.index(in.dp_shard.of(rank), GroupPurpose::kDp);
@@ -287,16 +306,16 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
   dp.overlap_grad_reduce = training.overlap.dp_grad_reduce;
   dp.overlap_param_gather = training.overlap.dp_param_gather;
   dp.bucketed_chunk = std::nullopt;
-  if (stage == layout.embedding_chunk().stage) dp.bucketed_chunk = layout.embedding_chunk().chunk;
+  dp.bucketed_chunk = layout.embedding_chunk_on(stage);
   dp.grad_bytes_per_param = static_bytes_per_param(layout, training).grads;
   dp.optimizer_step_bytes_per_param =
       optimizer_step_bytes_per_param(training.optimizer, dp.grad_bytes_per_param);
   dp.optimizer_shards = optimizer_shards(layout, training);
   if (in.config.model.is_moe()) {
-    dp.expert_group_size = layout.expert.edp;
+    dp.expert_group_size = layout.expert.edp * layout.parameter_copies();
     dp.expert_active = dp.expert_group_size > 1;
     if (dp.expert_active) dp.expert_group = table.index(in.edp.of(rank), GroupPurpose::kEdp);
-    dp.expert_optimizer_shards = training.distributed_optimizer ? layout.expert.edp : 1;
+    dp.expert_optimizer_shards = training.distributed_optimizer ? dp.expert_group_size : 1;
   }
   dp.staged_state_fraction = training.offload_optimizer_states;
   dp.state_chunk_mb = training.offload_optimizer_state_chunk_mb;
@@ -309,7 +328,7 @@ DpSetting dp_setting(const StepInputs& in, GroupTable& table, std::int64_t rank,
     dp.host_link_Bps = cluster.host_link_GBps * 1e9;
     dp.host_memory_Bps = cluster.host_memory_GBps.value_or(0) * 1e9 / cluster.gpus_per_node;
   }
-  const bool edge = stage == layout.embedding_chunk().stage || stage == layout.output_chunk().stage;
+  const bool edge = layout.holds_embedding(stage) || layout.holds_output(stage);
   if (in.config.model.tied_embeddings && layout.output_apart_from_embedding() && edge) {
     dp.embedding_group = table.index(in.embedding.of(rank), GroupPurpose::kEmbedding);
     dp.embedding_params = static_cast<double>(in.dims.vocab / in.dims.tp * in.dims.hidden);
@@ -342,11 +361,13 @@ PipelineSetting pipeline_setting(const StepInputs& in, std::int64_t rank) {
 }
 
 // Megatron's model FLOPs for the tokens this rank processes: its stage's layers (dense or MoE
-// FFN as placed) ÷ tp, plus on the last stage the logits and the MTP block.
+// FFN as placed) ÷ tp, plus where a chain ends the logits and the MTP block. Each chunk sees the
+// micro-batches of its chain (all of them with one chain).
 double rank_model_flops(const RunConfig& c, std::int64_t stage) {
   const ModelSpec& m = c.model;
   const std::int64_t tp = c.layout.sizes.tp;
-  const double tokens = static_cast<double>(c.layout.num_microbatches * c.training.micro_batch) *
+  const double tokens = static_cast<double>(c.layout.num_microbatches * c.training.micro_batch) /
+                        static_cast<double>(c.layout.parameter_copies()) *
                         static_cast<double>(c.training.seq_len / c.layout.sizes.cp);
   const double attention =
       attention_linear_flops_per_token(m) + attention_core_flops_per_token(m, c.training.seq_len);
@@ -358,7 +379,7 @@ double rank_model_flops(const RunConfig& c, std::int64_t stage) {
     }
   }
   double flops = tokens * per_token;
-  if (stage == c.layout.output_chunk().stage) {
+  if (c.layout.holds_output(stage)) {
     // The output layer, and each MTP layer (typed like the last decoder layer) with its
     // projection and logits.
     const double mtp = static_cast<double>(m.mtp_layers);
@@ -380,7 +401,7 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
       memory.weights + memory.grads + memory.optimizer + memory.buffers + memory.wgrad_placeholders;
   OpEmitter emit(graph, timer, payloads, c.training.precision, c.training.quantization);
   emit.set_host_issue({timer.profile().host, c.training.cuda_graphs});
-  const bool output_weights = stage == c.layout.output_chunk().stage &&
+  const bool output_weights = c.layout.holds_output(stage) &&
                               (!c.model.tied_embeddings || c.layout.output_apart_from_embedding());
   // Groups are registered in this order: tp, cp, dp (binding_between relies on it).
   const TpSetting tp = tp_setting(in, groups, rank);
@@ -530,6 +551,10 @@ StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fi
   in.etp = std::move(experts.etp);
   in.tp_ep = std::move(experts.tp_ep);
   in.edp = std::move(experts.edp);
+  if (config.layout.parameter_copies() > 1) {
+    in.dp_cp = real_groups(with_mirror_stage(in.dp_cp.groups, ranks), world);
+    in.edp = real_groups(with_mirror_stage(in.edp.groups, ranks), world);
+  }
   if (config.layout.shard_group > 0) {
     const RankGroups dp_cp = ranks.groups({Axis::dp, Axis::cp});
     in.dp_shard = real_groups(cp_subgroups(dp_cp, config.layout.dp_shards(), false), world);

@@ -208,8 +208,8 @@ TEST_CASE("ZBVZeroBubble and DualPipeV run as zbv and dualpipev, two stages per 
     // TorchTitan's default split of 8 stages (as for Interleaved1F1B above), placed in a V:
     // rank 0 holds the first and the last stage, the embedding and the output layer.
     CHECK(layers_per_virtual_stage(v.layout) == std::vector<std::int64_t>{4, 5, 4, 4, 4, 4, 4, 3});
-    CHECK(v.layout.embedding_chunk().stage == 0);
-    CHECK(v.layout.output_chunk().stage == 0);
+    CHECK(v.layout.embedding_chunk_on(0) == 0);
+    CHECK(v.layout.output_chunk_on(0) == 1);
   }
 }
 

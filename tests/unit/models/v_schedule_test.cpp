@@ -1,7 +1,8 @@
 // The V-shape schedules, ZB-V (Qi et al., ICLR 2024, arXiv:2401.10241; arXiv:2405.15362) and
-// DualPipeV (DeepSeek-V3, arXiv:2412.19437 §3.2.1; deepseek-ai/DualPipe), against closed forms
-// on uniform stages: their per-stage orders are replayed with uniform per-chunk pass costs and no
-// communication time, as the papers' analyses assume.
+// DualPipeV (DeepSeek-V3, arXiv:2412.19437 §3.2.1; deepseek-ai/DualPipe), and DualPipe itself
+// (two chains, one per direction), against closed forms on uniform stages: their per-stage
+// orders are replayed with uniform per-chunk pass costs and no communication time, as the
+// papers' analyses assume.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -32,7 +33,7 @@ using Key = std::pair<std::int64_t, std::int64_t>;  // (virtual stage, micro-bat
 
 // Replays `name` on `shape`: each stage runs its order in sequence; F of virtual stage v waits
 // for F of v − 1, B of v for B of v + 1 (the last virtual stage's B for its own F), W for its
-// B. With `pairs`, a B directly followed by the F of another micro-batch runs as one pass of cost
+// B, v ± 1 along v's chain. With `pairs`, a B directly followed by the F of another micro-batch runs as one pass of cost
 // `pair_cost` once both inputs are there, as the step builder's combined pairs do.
 Replay replay(const std::string& name, PipelineShape shape, Costs c, bool pairs = false,
               double pair_cost = 0) {
@@ -48,11 +49,11 @@ Replay replay(const std::string& name, PipelineShape shape, Costs c, bool pairs 
     const auto* ends = &b_end;
     Key key{at, item.microbatch};
     if (item.pass == Pass::kForward) {
-      if (at == 0) return 0.0;
+      if (v.first(s, item.chunk)) return 0.0;
       ends = &f_end;
       key.first = at - 1;
     } else if (item.pass == Pass::kBackward) {
-      if (at + 1 == v.count())
+      if (v.last(s, item.chunk))
         ends = &f_end;
       else
         key.first = at + 1;
@@ -110,14 +111,18 @@ double work(std::int64_t m, Costs c) {
   return 2.0 * static_cast<double>(m) * (c.f + c.b + c.w);
 }
 
-// Each (micro-batch, chunk) runs F, then B, then W, exactly once.
-void check_passes_in_order(const std::vector<ScheduleItem>& order, std::int64_t m) {
+// Each (micro-batch, chunk) runs F, then B, then W, exactly once: every micro-batch on both
+// chunks, or with two chains (DualPipe) micro-batches 0 … m/2 − 1 on chunk 0 and the rest on
+// chunk 1.
+void check_passes_in_order(const std::vector<ScheduleItem>& order, std::int64_t m,
+                           std::int64_t chains = 1) {
   std::map<std::pair<std::int64_t, std::int64_t>, int> seen;
   for (const ScheduleItem& item : order) {
     CHECK(seen[{item.microbatch, item.chunk}] == static_cast<int>(item.pass));
     ++seen[{item.microbatch, item.chunk}];
+    if (chains == 2) CHECK(item.microbatch / (m / 2) == item.chunk);
   }
-  CHECK(seen.size() == static_cast<std::size_t>(2 * m));
+  CHECK(seen.size() == static_cast<std::size_t>(2 * m / chains));
   for (const auto& [key, passes] : seen) CHECK(passes == 3);
 }
 
@@ -251,4 +256,98 @@ TEST_CASE("V-shape schedules take vpp = 2, and DualPipeV at least 2p micro-batch
   CHECK(dualpipev.splits_weight_gradients);
   CHECK(dualpipev.pairs_backward_with_forward);
   CHECK_FALSE(zbv.pairs_backward_with_forward);
+}
+
+TEST_CASE("DualPipe places position i of chain 0 on stage i and of chain 1 on stage pp − 1 − i",
+          "[models][schedule][dualpipe]") {
+  const VirtualStages v(*find_pipeline_schedule("dualpipe"), {4, 2, 8});
+  REQUIRE(v.chains() == 2);
+  CHECK(v.chain_length() == 4);
+  CHECK(v.of(0, 0) == 0);
+  CHECK(v.of(3, 0) == 3);
+  CHECK(v.of(3, 1) == 4);  // chain 1 enters at the last stage
+  CHECK(v.of(0, 1) == 7);  // and ends at stage 0
+  CHECK(v.position(v.of(1, 1)) == 2);  // stage 1's second chunk holds stage 2's layers
+  CHECK(v.first(0, 0));
+  CHECK(v.last(3, 0));
+  CHECK(v.first(3, 1));
+  CHECK(v.last(0, 1));
+  CHECK_FALSE(v.next(3, 0, +1));  // no transfer from chain 0's end into chain 1
+  CHECK_FALSE(v.next(3, 1, -1));
+  CHECK(v.next(2, 1, +1) == 6);  // chain 1 runs from stage 2 to stage 1
+  CHECK(v.place(6).stage == 1);
+}
+
+TEST_CASE("DualPipe orders run F, B, W of every micro-batch on its chain and never deadlock",
+          "[models][schedule][dualpipe]") {
+  const PipelineSchedule& schedule = *find_pipeline_schedule("dualpipe");
+  for (const auto& [pp, m] : {std::pair{2, 4}, std::pair{4, 8}, std::pair{4, 14},
+                              std::pair{6, 12}, std::pair{8, 20}}) {
+    INFO("pp " << pp << " m " << m);
+    for (std::int64_t s = 0; s < pp; ++s) {
+      check_passes_in_order(schedule.order({pp, 2, m}, s), m, 2);
+    }
+    CHECK(replay("dualpipe", {pp, 2, m}, {}).completed);
+    CHECK(replay("dualpipe", {pp, 2, m}, {}, true, 1.5).completed);
+  }
+}
+
+// Folded in half, DualPipe on pp ranks is DualPipeV on pp/2 with half the micro-batches
+// (dualpipe.cpp): stage r and stage pp − 1 − r each run half-rank min(r, pp − 1 − r)'s order on
+// their own chains, so with no transfer time every stage ends when that DualPipeV stage does.
+// With equal costs u that is the fill bound: m(F + B + W) of work per stage (each micro-batch
+// crosses one chunk of a whole stage) plus (pp/2 − 1)·u, the distance from the nearer end. The
+// DualPipe README's bubble (PP/2 − 1)(F&B + B − 3W), with F&B = F + B + W when the pair runs one
+// after the other and its B the whole backward B + W, is (pp/2 − 1)(F + 2B − W): the replay stays
+// within it.
+TEST_CASE("DualPipe runs as DualPipeV folded: bubble (pp/2 − 1)·F, within the README's bound",
+          "[models][schedule][dualpipe]") {
+  for (const Costs c :
+       {Costs{1, 1, 1}, Costs{0.5, 0.5, 0.5}, Costs{1, 2, 1}, Costs{1, 1.2, 0.8}, Costs{2, 1, 1}}) {
+    for (const auto& [pp, m] : {std::pair{2, 4}, std::pair{4, 8}, std::pair{4, 14},
+                                std::pair{8, 16}, std::pair{8, 40}}) {
+      INFO("pp " << pp << " m " << m << " F " << c.f << " B " << c.b << " W " << c.w);
+      const Replay dualpipe = replay("dualpipe", {pp, 2, m}, c);
+      const Replay folded = replay("dualpipev", {pp / 2, 2, m / 2}, c);
+      REQUIRE(dualpipe.completed);
+      CHECK(dualpipe.step == Approx(folded.step));
+      CHECK(replay("dualpipe", {pp, 2, m}, c, true, c.f + c.b).step ==
+            Approx(replay("dualpipev", {pp / 2, 2, m / 2}, c, true, c.f + c.b).step));
+      const double work_per_stage = static_cast<double>(m) * (c.f + c.b + c.w);
+      const double half = static_cast<double>(pp / 2 - 1);
+      CHECK(dualpipe.step >= work_per_stage + half * c.f - 1e-9);
+      CHECK(dualpipe.step <= work_per_stage + half * (c.f + 2 * c.b - c.w) + 1e-9);
+      if (c.f == c.b && c.b == c.w) CHECK(dualpipe.step == Approx(work_per_stage + half * c.f));
+    }
+  }
+}
+
+// DeepSeek-V3 Table 2 and the DualPipe README: PP + 1 chunks of activations (a chunk is a whole
+// stage here), against 1F1B's PP on its first stage; the same count as DualPipeV's 2p + 1 on
+// p = pp/2.
+TEST_CASE("DualPipe holds pp + 1 chunks on every stage", "[models][schedule][dualpipe]") {
+  for (const auto& [pp, m] : {std::pair{4, 8}, std::pair{4, 16}, std::pair{8, 30}}) {
+    for (std::int64_t s = 0; s < pp; ++s) {
+      INFO("pp " << pp << " m " << m << " stage " << s);
+      const auto order = find_pipeline_schedule("dualpipe")->order({pp, 2, m}, s);
+      CHECK(peak_in_flight_chunks(order, true) == pp + 1);
+    }
+  }
+}
+
+TEST_CASE("DualPipe takes vpp = 2, an even pp and an even m of at least 2pp",
+          "[models][schedule][dualpipe]") {
+  const PipelineSchedule& dualpipe = *find_pipeline_schedule("dualpipe");
+  CHECK(dualpipe.rejects({4, 2, 8}) == "");
+  CHECK(dualpipe.rejects({2, 2, 4}) == "");
+  CHECK_THAT(dualpipe.rejects({4, 1, 8}),
+             Catch::Contains("parallel.vpp = 1") && Catch::Contains("one per direction"));
+  CHECK_THAT(dualpipe.rejects({3, 2, 8}),
+             Catch::Contains("parallel.pp = 3") && Catch::Contains("even pp"));
+  CHECK_THAT(dualpipe.rejects({4, 2, 9}),
+             Catch::Contains("9 micro-batches") && Catch::Contains("even number"));
+  CHECK_THAT(dualpipe.rejects({4, 2, 6}), Catch::Contains("at least 2·pp = 8"));
+  CHECK(dualpipe.splits_weight_gradients);
+  CHECK(dualpipe.pairs_backward_with_forward);
+  CHECK(dualpipe.chains == 2);
 }

@@ -171,13 +171,17 @@ TEST_CASE("the pipeline schedule is a sweep knob (--vary schedule=...)", "[sweep
   CHECK(effective_schedule(space.at(2)) == "interleaved");
   CHECK(point_id(space.at(1)) == "tp1-cp1-pp4-vpp1-zb_h1-mb1-none");
   CHECK(point_id(space.at(0)) == "tp1-cp1-pp4-vpp1-mb1-none");
-  CHECK_THROWS_WITH(apply_vary(space, "schedule=dualpipe"),
-                    Catch::Contains("megatron, 1f1b, interleaved, zb_h1, zb_h2, zbv, dualpipev"));
-  // The V-shape schedules are knobs like the others; at vpp 1 their points are pruned later.
-  apply_vary(space, "schedule=zbv,dualpipev");
-  REQUIRE(space.size() == 4);
-  CHECK(effective_schedule(space.at(3)) == "dualpipev");
-  CHECK(point_id(space.at(3)) == "tp1-cp1-pp4-vpp2-dualpipev-mb1-none");
+  CHECK_THROWS_WITH(
+      apply_vary(space, "schedule=gpipe"),
+      Catch::Contains("megatron, 1f1b, interleaved, zb_h1, zb_h2, zbv, dualpipev, dualpipe"));
+  // The V-shape and bidirectional schedules are knobs like the others; at vpp 1 their points
+  // are pruned later.
+  apply_vary(space, "schedule=zbv,dualpipev,dualpipe");
+  REQUIRE(space.size() == 6);
+  CHECK(effective_schedule(space.at(4)) == "dualpipev");
+  CHECK(point_id(space.at(4)) == "tp1-cp1-pp4-vpp2-dualpipev-mb1-none");
+  CHECK(effective_schedule(space.at(5)) == "dualpipe");
+  CHECK(point_id(space.at(5)) == "tp1-cp1-pp4-vpp2-dualpipe-mb1-none");
 }
 
 TEST_CASE("data sharding is a sweep knob that decides the distributed optimizer", "[sweep]") {
