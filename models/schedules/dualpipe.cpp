@@ -2,21 +2,23 @@
 // §3.2.1; the order of DualPipe.step in deepseek-ai/DualPipe, dualpipe/dualpipe.py). The model is
 // cut into pp positions and run as two pipelines over the same layers: chain 0 enters at stage 0
 // (position i on stage i), chain 1 at stage pp − 1 (position i on stage pp − 1 − i). Every stage
-// holds one chunk of each, chunk 0 of chain 0 and chunk 1 of chain 1, so position i's parameters
-// are on stage i and on stage pp − 1 − i: two copies (the README's "2×"), whose gradients are
-// summed between the two stages before the optimizer step (the step builder reduces them as one
-// data-parallel group of 2·dp·cp ranks). Micro-batches 0 … m/2 − 1 run chain 0, m/2 … m − 1
+// holds one chunk of each chain, so position i's parameters are on stage i and on stage
+// pp − 1 − i: two copies (the README's "2×"), whose gradients are summed between the two stages
+// before the optimizer step (the step builder reduces them as one data-parallel group of
+// 2·dp·cp ranks). Chunk 0 of a stage is its lower position, min(s, pp − 1 − s), chunk 1 the
+// higher, so stage s and its mirror pp − 1 − s hold the same layers in the same chunks (their
+// gradient reductions then match bucket by bucket): on the first half of the stages chunk 0 is
+// chain 0's, on the second half chain 1's. Micro-batches 0 … m/2 − 1 run chain 0, m/2 … m − 1
 // chain 1; pp and m even, m ≥ 2·pp (the reference's asserts), vpp = 2 (two chunks per stage).
 //
 // Stage r and stage pp − 1 − r run the same order, DualPipeV's on half-rank h = min(r, pp − 1 − r)
-// of pp/2 with m/2 micro-batches (dualpipe_v.cpp), on their own chains: the reference's phase 0
-// is the chain entering on the rank's side (chain 0 on the first half of the ranks, chain 1 on
-// the second), phase 1 the other. Folded, a micro-batch of chain 0 meets stages 0 … pp/2 − 1 as
-// DualPipeV's chunk 0 on half-ranks 0 … pp/2 − 1 and stages pp/2 … pp − 1 as its chunk 1 back
-// down, which is how DualPipeV is DualPipe cut in half. The README gives the bubble
-// (PP/2 − 1)(F&B + B − 3W), PP + 1 chunks of activations, and that order's middle ranks
-// (pp/2 − 1 and pp/2) run their first forward and backward of the steady state one after the
-// other as DualPipeV's last rank does.
+// of pp/2 with m/2 micro-batches (dualpipe_v.cpp), DualPipeV's chunk c being chunk c here: the
+// reference's phase 0 is the chain entering on the rank's side (the lower position), phase 1 the
+// other. Folded, a micro-batch of chain 0 meets stages 0 … pp/2 − 1 as DualPipeV's chunk 0 on
+// half-ranks 0 … pp/2 − 1 and stages pp/2 … pp − 1 as its chunk 1 back down, which is how
+// DualPipeV is DualPipe cut in half. The README gives the bubble (PP/2 − 1)(F&B + B − 3W) and
+// PP + 1 chunks of activations; the middle stages (pp/2 − 1 and pp/2) run their first forward
+// and backward of the steady state one after the other as DualPipeV's last rank does.
 #include "models/schedules/builtin_schedules.hpp"
 
 namespace wallsim::models {
@@ -29,16 +31,18 @@ std::vector<ScheduleItem> dualpipe_order(const PipelineShape& shape, std::int64_
   const std::int64_t per_chain = shape.microbatches / 2;
   std::vector<ScheduleItem> items = dualpipe_v_order({half, 2, per_chain}, half_rank);
   for (ScheduleItem& item : items) {
-    item.chunk = second_half ? 1 - item.chunk : item.chunk;  // the phase's chain
-    item.microbatch += item.chunk * per_chain;
+    const std::int64_t chain = second_half ? 1 - item.chunk : item.chunk;
+    item.microbatch += chain * per_chain;
   }
   return items;
 }
 
-// Chunk 0 of stage s is position s of chain 0, chunk 1 position pp − 1 − s of chain 1.
+// Chunk 0 is the stage's lower position: on stage s < pp/2 position s of chain 0, on the others
+// position pp − 1 − s of chain 1 (virtual stage pp + position); chunk 1 the other chain's.
 std::int64_t dualpipe_virtual_stage(const PipelineShape& shape, std::int64_t stage,
                                     std::int64_t chunk) {
-  return chunk == 0 ? stage : shape.pp + (shape.pp - 1 - stage);
+  const std::int64_t chain = (stage >= shape.pp / 2) ? 1 - chunk : chunk;
+  return chain == 0 ? stage : shape.pp + (shape.pp - 1 - stage);
 }
 
 std::string dualpipe_rejects(const PipelineShape& shape) {

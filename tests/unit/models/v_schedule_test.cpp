@@ -112,17 +112,20 @@ double work(std::int64_t m, Costs c) {
 }
 
 // Each (micro-batch, chunk) runs F, then B, then W, exactly once: every micro-batch on both
-// chunks, or with two chains (DualPipe) micro-batches 0 … m/2 − 1 on chunk 0 and the rest on
-// chunk 1.
+// chunks, or with two chains (DualPipe, `chains` given) micro-batches 0 … m/2 − 1 on the chunk of
+// chain 0 and the rest on chain 1's.
 void check_passes_in_order(const std::vector<ScheduleItem>& order, std::int64_t m,
-                           std::int64_t chains = 1) {
+                           const VirtualStages* chains = nullptr, std::int64_t stage = 0) {
   std::map<std::pair<std::int64_t, std::int64_t>, int> seen;
   for (const ScheduleItem& item : order) {
     CHECK(seen[{item.microbatch, item.chunk}] == static_cast<int>(item.pass));
     ++seen[{item.microbatch, item.chunk}];
-    if (chains == 2) CHECK(item.microbatch / (m / 2) == item.chunk);
+    if (chains) {
+      const std::int64_t chain = chains->of(stage, item.chunk) / chains->chain_length();
+      CHECK(item.microbatch / (m / 2) == chain);
+    }
   }
-  CHECK(seen.size() == static_cast<std::size_t>(2 * m / chains));
+  CHECK(seen.size() == static_cast<std::size_t>(chains ? m : 2 * m));
   for (const auto& [key, passes] : seen) CHECK(passes == 3);
 }
 
@@ -258,23 +261,30 @@ TEST_CASE("V-shape schedules take vpp = 2, and DualPipeV at least 2p micro-batch
   CHECK_FALSE(zbv.pairs_backward_with_forward);
 }
 
+// Chunk 0 of each stage is its lower position, so stage s and its mirror pp − 1 − s hold the same
+// layers in the same chunks.
 TEST_CASE("DualPipe places position i of chain 0 on stage i and of chain 1 on stage pp − 1 − i",
           "[models][schedule][dualpipe]") {
   const VirtualStages v(*find_pipeline_schedule("dualpipe"), {4, 2, 8});
   REQUIRE(v.chains() == 2);
   CHECK(v.chain_length() == 4);
-  CHECK(v.of(0, 0) == 0);
-  CHECK(v.of(3, 0) == 3);
-  CHECK(v.of(3, 1) == 4);  // chain 1 enters at the last stage
-  CHECK(v.of(0, 1) == 7);  // and ends at stage 0
+  CHECK(v.of(0, 0) == 0);  // chain 0 enters at stage 0
+  CHECK(v.of(0, 1) == 7);  // chain 1 ends there
+  CHECK(v.of(3, 0) == 4);  // chain 1 enters at the last stage, its lower position
+  CHECK(v.of(3, 1) == 3);  // where chain 0 ends
+  for (std::int64_t s = 0; s < 4; ++s) {
+    for (std::int64_t c = 0; c < 2; ++c) {
+      CHECK(v.position(v.of(s, c)) == v.position(v.of(3 - s, c)));  // mirrors hold the same
+    }
+  }
   CHECK(v.position(v.of(1, 1)) == 2);  // stage 1's second chunk holds stage 2's layers
   CHECK(v.first(0, 0));
-  CHECK(v.last(3, 0));
-  CHECK(v.first(3, 1));
+  CHECK(v.last(3, 1));
+  CHECK(v.first(3, 0));
   CHECK(v.last(0, 1));
-  CHECK_FALSE(v.next(3, 0, +1));  // no transfer from chain 0's end into chain 1
-  CHECK_FALSE(v.next(3, 1, -1));
-  CHECK(v.next(2, 1, +1) == 6);  // chain 1 runs from stage 2 to stage 1
+  CHECK_FALSE(v.next(3, 1, +1));  // no transfer from chain 0's end into chain 1
+  CHECK_FALSE(v.next(3, 0, -1));
+  CHECK(v.next(2, 0, +1) == 6);  // chain 1 runs from stage 2 to stage 1
   CHECK(v.place(6).stage == 1);
 }
 
@@ -284,9 +294,8 @@ TEST_CASE("DualPipe orders run F, B, W of every micro-batch on its chain and nev
   for (const auto& [pp, m] : {std::pair{2, 4}, std::pair{4, 8}, std::pair{4, 14},
                               std::pair{6, 12}, std::pair{8, 20}}) {
     INFO("pp " << pp << " m " << m);
-    for (std::int64_t s = 0; s < pp; ++s) {
-      check_passes_in_order(schedule.order({pp, 2, m}, s), m, 2);
-    }
+    const VirtualStages v(schedule, {pp, 2, m});
+    for (std::int64_t s = 0; s < pp; ++s) check_passes_in_order(schedule.order({pp, 2, m}, s), m, &v, s);
     CHECK(replay("dualpipe", {pp, 2, m}, {}).completed);
     CHECK(replay("dualpipe", {pp, 2, m}, {}, true, 1.5).completed);
   }
