@@ -9,6 +9,8 @@
 // possible (Megatron itself would refuse): the extra layers go to the middle virtual stages
 // first, because the first stage also holds the embedding and the last the output layer. A
 // pipeline layout (models/pipeline_layout.hpp) gives every virtual stage's count directly.
+// With a schedule of several chains (DualPipe) the split is of one chain's positions, as for a
+// pipeline of that many stages without interleaving, and every chain places the same layers.
 #pragma once
 
 #include <cstdint>

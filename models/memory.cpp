@@ -458,6 +458,15 @@ void add_notes(const ModelSpec& model, const Layout& layout, const TrainingSpec&
           " per GPU reserved beyond eager execution (`cuda_graphs`: static layer inputs, the graph "
           "pool's working set and its activations held through the optimizer step)");
   }
+  if (layout.parameter_copies() > 1) {
+    const std::int64_t group = layout.dp_cp() * layout.parameter_copies();
+    report.notes.push_back(
+        layout.schedule->name + ": each stage holds two model chunks, stage s the layers of "
+        "positions s and pp - 1 - s, so every layer's weights and gradients are kept twice; the "
+        "two copies' gradients are reduced together over " + std::to_string(group) +
+        " ranks (both stages' dp·cp)" +
+        (training.distributed_optimizer ? ", which the distributed optimizer shards over" : ""));
+  }
   if (model.tied_embeddings && layout.output_apart_from_embedding()) {
     report.notes.push_back(
         "tied embeddings: the last stage keeps a copy of the embedding for the output layer");

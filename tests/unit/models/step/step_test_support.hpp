@@ -109,4 +109,23 @@ inline const CommPayload& payload_of(const StepProgram& program, const Op& op) {
   return program.payloads[op.payload];
 }
 
+// The peers of `graph`'s transfers of `kind` labelled `label`, in program order.
+inline std::vector<RankIndex> peers(const OpGraph& graph, OpKind kind, const std::string& label) {
+  std::vector<RankIndex> result;
+  for (OpIndex i = 0; i < graph.size(); ++i) {
+    const Op& op = graph.op(i);
+    if (op.kind == kind && label_has(graph, op, label)) result.push_back(op.peer);
+  }
+  return result;
+}
+
+// Compute ops whose label contains `text`.
+inline std::size_t count_labelled(const OpGraph& graph, const std::string& text) {
+  return select(graph,
+                [&](const Op& op) {
+                  return op.kind == OpKind::kCompute && label_has(graph, op, text);
+                })
+      .size();
+}
+
 }  // namespace wallsim::models::testing

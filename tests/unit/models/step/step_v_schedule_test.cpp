@@ -26,24 +26,6 @@ json v_config(const std::string& schedule) {
   return doc;
 }
 
-// The peers of `graph`'s transfers labelled `label`, in program order.
-std::vector<RankIndex> peers(const OpGraph& graph, OpKind kind, const std::string& label) {
-  std::vector<RankIndex> result;
-  for (OpIndex i = 0; i < graph.size(); ++i) {
-    const Op& op = graph.op(i);
-    if (op.kind == kind && label_has(graph, op, label)) result.push_back(op.peer);
-  }
-  return result;
-}
-
-std::size_t count_labelled(const OpGraph& graph, const std::string& text) {
-  return select(graph,
-                [&](const Op& op) {
-                  return op.kind == OpKind::kCompute && label_has(graph, op, text);
-                })
-      .size();
-}
-
 }  // namespace
 
 TEST_CASE("a V sends activations down chunk 0 and back up chunk 1, turning on the last stage",
