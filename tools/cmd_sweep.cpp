@@ -176,8 +176,14 @@ void finish(const SweepSetup& setup, const SweepOptions& options,
   } else {
     models::write_sweep_text(report, std::cout, options.top);
     if (!report.rows.empty() && !report.rows.front().failed()) {
-      std::cout << "best: wallsim run " << options.out_dir << "/configs/" << report.rows.front().id
-                << ".json\n      Megatron-LM: " << report.rows.front().megatron_args << "\n";
+      const models::SweepRow& best = report.rows.front();
+      std::cout << "best: wallsim run " << options.out_dir << "/configs/" << best.id
+                << ".json\n      Megatron-LM: "
+                << (best.megatron_args.empty()
+                        ? "none (training.schedule " + models::effective_schedule(best.point) +
+                              " is not a Megatron-LM schedule)"
+                        : best.megatron_args)
+                << "\n";
     }
     std::cout << "wrote " << options.out_dir << "/sweep.csv, sweep.json, sweep.html and "
               << report.rows.size() << " configs\n";

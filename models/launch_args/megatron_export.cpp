@@ -298,10 +298,7 @@ void add_training(const RunConfig& c, Options& out, std::vector<std::string>& no
   if (t.overlap.ep_comm) out.add("--overlap-moe-expert-parallel-comm");
   if (!t.overlap.cp_comm) notes.push_back("training.overlap.cp_comm false has no Megatron option");
   add_kernels(t, out, notes);
-  const std::string schedule = c.layout.schedule ? c.layout.schedule->name : "";
-  if (schedule != "1f1b" && schedule != "interleaved") {
-    notes.push_back("training.schedule " + schedule + " is not a Megatron-LM schedule");
-  }
+  if (const std::string why = megatron_unsupported(c); !why.empty()) notes.push_back(why);
 }
 
 // A word the shell passes through unchanged, else single-quoted.
@@ -316,6 +313,12 @@ std::string shell_quote(const std::string& word) {
 }
 
 }  // namespace
+
+std::string megatron_unsupported(const RunConfig& config) {
+  const std::string schedule = config.layout.schedule ? config.layout.schedule->name : "";
+  if (schedule == "1f1b" || schedule == "interleaved") return "";
+  return "training.schedule " + schedule + " is not a Megatron-LM schedule";
+}
 
 MegatronExport export_megatron_args(const RunConfig& config) {
   MegatronExport result;

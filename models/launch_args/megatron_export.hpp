@@ -29,6 +29,10 @@ struct MegatronExport {
 
 MegatronExport export_megatron_args(const RunConfig& config);
 
+// Why Megatron-LM cannot run `config` as written (a pipeline schedule it does not have), or "".
+// export_megatron_args still writes the layout's options, with this as a note.
+std::string megatron_unsupported(const RunConfig& config);
+
 // The torchrun words that start the job on the config's GPUs: --nproc_per_node (the cluster's
 // GPUs per node, or num_gpus when the job is smaller than a node or does not fill whole nodes)
 // and --nnodes, then "pretrain_gpt.py". `import megatron` reads the GPU count back from them.

@@ -82,7 +82,11 @@ SweepRow simulate_point(const ScreenedPoint& s, const GpuProfile& gpu, const Com
   row.peak_bytes = s.peak_bytes;
   row.hbm_bytes = hbm_bytes;
   row.fits = true;
-  row.megatron_args = format_megatron_args(export_megatron_args(*s.config).options, false);
+  // Launch arguments only where Megatron-LM runs the point (not the zero-bubble, V or DualPipe
+  // schedules).
+  if (megatron_unsupported(*s.config).empty()) {
+    row.megatron_args = format_megatron_args(export_megatron_args(*s.config).options, false);
+  }
   try {
     const RunSummary summary = samples > 1
                                    ? simulate_samples(*s.config, gpu, comm, samples, 1, {}).summary

@@ -117,9 +117,12 @@ void write_top(const SweepReport& report, std::ostream& out, std::size_t top) {
         << "</td><td>" << num(r.tokens_per_s_per_gpu) << "</td><td>" << num(100 * r.mfu)
         << "%</td><td>" << format_gib(r.peak_bytes) << "</td><td>"
         << escape(r.failed() ? "error: " + r.error : r.binding)
-        << "</td><td><code>wallsim run configs/" << r.id << ".json</code></td><td>"
-        << "<details><summary>launch</summary><code>" << escape(r.megatron_args)
-        << "</code></details></td></tr>\n";
+        << "</td><td><code>wallsim run configs/" << r.id << ".json</code></td><td>";
+    if (!r.megatron_args.empty()) {
+      out << "<details><summary>launch</summary><code>" << escape(r.megatron_args)
+          << "</code></details>";
+    }
+    out << "</td></tr>\n";
   }
   out << "</table>\n";
 }

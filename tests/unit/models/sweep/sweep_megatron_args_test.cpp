@@ -4,6 +4,7 @@
 #include "models/launch_args/megatron_import.hpp"
 #include "models/run_config.hpp"
 #include "models/sweep/sweep_runner.hpp"
+#include "models/sweep/sweep_space.hpp"
 
 using namespace wallsim;
 using namespace wallsim::models;
@@ -37,5 +38,28 @@ TEST_CASE("every ranked sweep row carries Megatron arguments that import back to
     CHECK(back.training.overlap.dp_grad_reduce == row.point.overlap);
     CHECK(back.layout.sizes.dp == row.dp);
     CHECK(back.layout.num_microbatches == row.num_microbatches);
+  }
+}
+
+TEST_CASE("sweep rows of schedules Megatron-LM does not have carry no Megatron arguments",
+          "[sweep]") {
+  const SweepBase base = load_sweep_base(
+      std::string(WALLSIM_SOURCE_ROOT) + "/configs/examples/llama3-8b-8gpu-zbv.json",
+      {"simulation.network=analytical"}, 8);
+  const Profile profile = load_profile(shipped_profile_path(base.parsed.cluster.gpu));
+  SweepSpace space;
+  space.tp = {2};
+  space.pp = {4};
+  space.vpp = {2};
+  space.micro_batch = {1};
+  space.recompute = {Recompute::selective};
+  apply_vary(space, "schedule=megatron,zbv,dualpipe");
+  const SweepReport report =
+      run_sweep(base, space, {profile.gpu, profile.comm, profile.gpu.hbm_bytes}, {});
+  REQUIRE(report.rows.size() == 3);
+  for (const SweepRow& row : report.rows) {
+    INFO(row.id);
+    // "megatron" at vpp 2 is Megatron's interleaved 1F1B; the others are not Megatron's.
+    CHECK(row.megatron_args.empty() == (effective_schedule(row.point) != "interleaved"));
   }
 }
