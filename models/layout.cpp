@@ -1,5 +1,7 @@
 #include "models/layout.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "models/pipeline_layout.hpp"
@@ -101,6 +103,34 @@ CpLayout check_context(const ModelSpec& m, const ParallelSpec& p, const Training
   return cp;
 }
 
+// Megatron-LM's parallel_state.initialize_model_parallel: with the order not ending in pp the
+// attention and MoE grids must have the same data-parallel size, and in any case their pipeline
+// groups must be the same (a stage holds a layer's attention and its experts; otherwise an MoE
+// layer's all-to-all would span ranks of several stages).
+void check_expert_pipeline(const ParallelSpec& p, const ExpertLayout& e, std::int64_t num_gpus,
+                           const std::string& where) {
+  const std::int64_t dp = num_gpus / (p.tp * p.cp * p.pp);
+  std::string order;
+  for (const Axis axis : p.order) order += (order.empty() ? "" : "-") + std::string(to_string(axis));
+  if (p.order.back() != Axis::pp && e.edp != dp) {
+    throw InputError(where, "parallel.order", order,
+                     "when pp is not the last axis, the attention layers' data parallelism (" +
+                         str(dp) + ") and the experts' (" + str(e.edp) +
+                         ") must be the same (as Megatron-LM requires)");
+  }
+  const auto pipeline_groups = [&](const ParallelSizes& sizes) {
+    RankGroups groups = RankLayout(sizes, p.order).groups({Axis::pp});
+    std::sort(groups.begin(), groups.end());
+    return groups;
+  };
+  if (pipeline_groups({p.tp, p.cp, 1, dp, p.pp}) != pipeline_groups({e.etp, 1, e.ep, e.edp, p.pp})) {
+    throw InputError(where, "parallel.order", order,
+                     "puts the experts' pipeline stages on other ranks than the attention "
+                     "layers' (Megatron-LM requires the same pipeline groups): put pp last, as "
+                     "in the default tp-cp-ep-dp-pp");
+  }
+}
+
 // The MoE grid (mechanics.md §4.2, parallel folding): ETP × EP × EDP × PP over the same world.
 ExpertLayout check_experts(const ModelSpec& m, const ParallelSpec& p, std::int64_t num_gpus,
                            bool sequence_parallel, const std::string& where) {
@@ -139,6 +169,7 @@ ExpertLayout check_experts(const ModelSpec& m, const ParallelSpec& p, std::int64
             "with ep_group_style \"deepspeed\" must divide the ranks of a data-parallel group");
   }
   e.edp = num_gpus / expert_parallel;
+  if (p.ep_group_style == EpGroupStyle::kMegatron && p.pp > 1) check_expert_pipeline(p, e, num_gpus, where);
   return e;
 }
 

@@ -90,3 +90,34 @@ TEST_CASE("an uneven layer count is placed and reported, not rejected", "[models
   CHECK(layout.placement.uneven);
   CHECK(layout.notes.size() == 1);
 }
+
+// Megatron-LM's initialize_model_parallel asserts that the attention and MoE grids share their
+// pipeline groups, and with pp not last that their data-parallel sizes agree. Mixtral 8x7B on
+// 16 GPUs, tp 1, pp 4, ep 4: attention dp 4, expert dp 1.
+TEST_CASE("an order that moves the experts' pipeline stages is rejected", "[models][layout]") {
+  ParallelSpec p = parallel(1, 1, 4);
+  p.ep = 4;
+  // tp-cp-ep-dp-pp (the default): ranks 4s … 4s + 3 are stage s in both grids.
+  CHECK_NOTHROW(make_layout(mixtral_8x7b(), p, training(4096, 1, 64), 16, "r.json"));
+  // tp-cp-ep-pp-dp: the attention grid puts stage s on ranks s, s + 4, s + 8, s + 12 (dp outer),
+  // the expert grid on 4s … 4s + 3 (ep inner, edp 1): an EP group would span four stages.
+  p.order = {Axis::tp, Axis::cp, Axis::ep, Axis::pp, Axis::dp};
+  CHECK_THROWS_WITH(make_layout(mixtral_8x7b(), p, training(4096, 1, 64), 16, "r.json"),
+                    Contains("parallel.order = tp-cp-ep-pp-dp") && Contains("(4)") &&
+                        Contains("(1)") && Contains("must be the same"));
+  // ep 1 (edp = dp = 4) and the same order: both grids agree.
+  p.ep = 1;
+  CHECK_NOTHROW(make_layout(mixtral_8x7b(), p, training(4096, 1, 64), 16, "r.json"));
+  // tp 2 (with SP), pp 2, ep 2, etp 1: dp = edp = 4, but in tp-pp-cp-ep-dp the attention
+  // grid's pipeline stride is tp = 2 and the expert grid's etp = 1.
+  ParallelSpec q = parallel(2, 1, 2);
+  q.sequence_parallel = true;
+  q.ep = 2;
+  q.order = {Axis::tp, Axis::pp, Axis::cp, Axis::ep, Axis::dp};
+  CHECK_THROWS_WITH(make_layout(mixtral_8x7b(), q, training(4096, 1, 64), 16, "r.json"),
+                    Contains("parallel.order = tp-pp-cp-ep-dp") &&
+                        Contains("same pipeline groups"));
+  q.etp = 2;  // edp 2 now differs from dp 4
+  CHECK_THROWS_WITH(make_layout(mixtral_8x7b(), q, training(4096, 1, 64), 16, "r.json"),
+                    Contains("must be the same"));
+}
