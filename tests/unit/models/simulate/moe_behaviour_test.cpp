@@ -136,35 +136,26 @@ TEST_CASE("zero-bubble schedules shorten an MoE pipeline's step against 1F1B",
   CHECK(h2 <= h1);
 }
 
-TEST_CASE("DualPipeV's paired passes hide the MoE all-to-alls that run exposed without overlap",
-          "[models][simulate][moe][zero_bubble]") {
+TEST_CASE("DualPipeV's and DualPipe's paired passes hide the MoE all-to-alls",
+          "[models][simulate][moe][zero_bubble][dualpipe]") {
   // DeepSeek-V3 §3.2.1: the backward of one micro-batch and the forward of another run as a
   // pair so that each one's dispatch and combine hide under the other's compute. With
   // training.overlap.ep_comm the pairs overlap; without it they run one after the other.
-  json plain = pipelined("dualpipev", 2);
-  json overlapped = plain;
-  overlapped["training"]["overlap"] = {{"ep_comm", true}};
-  const RunSummary serial = run(plain);
-  const RunSummary paired = run(overlapped);
-  REQUIRE(exposed_ep(serial) > 0);
-  CHECK(exposed_ep(paired) < exposed_ep(serial));
-  CHECK(paired.iteration_time_s < serial.iteration_time_s);
-}
-
-TEST_CASE("DualPipe pairs hide the MoE all-to-alls too, and both fidelities agree",
-          "[models][simulate][moe][zero_bubble][dualpipe]") {
-  // DualPipe (two chains, pp 2, 2 micro-batches each) pairs passes as DualPipeV does. Its two
-  // parameter copies reduce over stage 0's and stage 1's DP ranks together; every rank of a
+  // DualPipe (two chains, pp 2, 2 micro-batches each) pairs passes as DualPipeV does; its two
+  // parameter copies reduce over stage 0's and stage 1's DP ranks together, and every rank of a
   // stage runs the same program, so full fidelity replays what symmetric fidelity stands for.
-  json plain = pipelined("dualpipe", 2);
-  json overlapped = plain;
-  overlapped["training"]["overlap"] = {{"ep_comm", true}};
-  const RunSummary serial = run(plain);
-  const RunSummary paired = run(overlapped);
-  REQUIRE(exposed_ep(serial) > 0);
-  CHECK(exposed_ep(paired) < exposed_ep(serial));
-  CHECK(paired.iteration_time_s < serial.iteration_time_s);
-  json full = overlapped;
-  full["simulation"]["fidelity"] = "full";
-  CHECK(run(full).iteration_time_s == Approx(paired.iteration_time_s).epsilon(0.01));
+  for (const std::string schedule : {"dualpipev", "dualpipe"}) {
+    INFO(schedule);
+    json plain = pipelined(schedule, 2);
+    json overlapped = plain;
+    overlapped["training"]["overlap"] = {{"ep_comm", true}};
+    const RunSummary serial = run(plain);
+    const RunSummary paired = run(overlapped);
+    REQUIRE(exposed_ep(serial) > 0);
+    CHECK(exposed_ep(paired) < exposed_ep(serial));
+    CHECK(paired.iteration_time_s < serial.iteration_time_s);
+    json full = overlapped;
+    full["simulation"]["fidelity"] = "full";
+    CHECK(run(full).iteration_time_s == Approx(paired.iteration_time_s).epsilon(0.01));
+  }
 }

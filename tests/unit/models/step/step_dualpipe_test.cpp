@@ -18,12 +18,7 @@ namespace {
 
 // pp 4, vpp 2, 8 layers (two per position of a chain), tp 1, dp 1, 8 micro-batches (4 a chain).
 json dualpipe_config(const std::string& schedule = "dualpipe") {
-  json doc = base_config();
-  doc["model"]["layers"] = 8;
-  doc["parallel"] = {{"tp", 1}, {"pp", 4}, {"vpp", 2}};
-  doc["num_gpus"] = 4;
-  doc["training"]["global_batch"] = 8;
-  doc["training"]["schedule"] = schedule;
+  json doc = two_chunk_config(schedule);
   doc["training"]["distributed_optimizer"] = true;
   return doc;
 }

@@ -109,6 +109,18 @@ inline const CommPayload& payload_of(const StepProgram& program, const Op& op) {
   return program.payloads[op.payload];
 }
 
+// base_config() as a pipeline of two chunks per stage: pp 4, vpp 2, 8 layers, tp 1, 4 GPUs,
+// 8 micro-batches, the named schedule.
+inline nlohmann::json two_chunk_config(const std::string& schedule) {
+  nlohmann::json doc = base_config();
+  doc["model"]["layers"] = 8;
+  doc["parallel"] = {{"tp", 1}, {"pp", 4}, {"vpp", 2}};
+  doc["num_gpus"] = 4;
+  doc["training"]["global_batch"] = 8;
+  doc["training"]["schedule"] = schedule;
+  return doc;
+}
+
 // The peers of `graph`'s transfers of `kind` labelled `label`, in program order.
 inline std::vector<RankIndex> peers(const OpGraph& graph, OpKind kind, const std::string& label) {
   std::vector<RankIndex> result;

@@ -17,13 +17,7 @@ namespace {
 
 // pp 4, vpp 2, one layer per virtual stage, tp 1, 8 micro-batches.
 json v_config(const std::string& schedule) {
-  json doc = base_config();
-  doc["model"]["layers"] = 8;
-  doc["parallel"] = {{"tp", 1}, {"pp", 4}, {"vpp", 2}};
-  doc["num_gpus"] = 4;
-  doc["training"]["global_batch"] = 8;
-  doc["training"]["schedule"] = schedule;
-  return doc;
+  return two_chunk_config(schedule);
 }
 
 }  // namespace
