@@ -87,6 +87,23 @@ void PipelineOps::emit_schedule() {
   }
 }
 
+// The first neighbour a stream carries transfers with keeps it; a second neighbour (a V shape's
+// or DualPipe's other direction) gets the matching second stream.
+StreamIndex PipelineOps::stream_for(StreamIndex stream, RankIndex peer) {
+  const auto [it, first] = stream_peer_.emplace(stream, peer);
+  if (first || it->second == peer) return stream;
+  switch (stream) {
+    case Streams::kPpSendForward:
+      return Streams::kPpSendForward2;
+    case Streams::kPpSendBackward:
+      return Streams::kPpSendBackward2;
+    case Streams::kPpRecvForward:
+      return Streams::kPpRecvForward2;
+    default:
+      return Streams::kPpRecvBackward2;
+  }
+}
+
 // A neighbouring virtual stage on this rank (every one, with pp = 1): the tensor stays.
 Deps PipelineOps::receive(std::int64_t microbatch, bool forward_pass, std::optional<RankIndex> peer,
                           StreamIndex stream) {
@@ -96,7 +113,8 @@ Deps PipelineOps::receive(std::int64_t microbatch, bool forward_pass, std::optio
   t.prefix = "pp";
   emit_.set_tag(std::move(t));
   return {emit_.recv(forward_pass ? "recv activation" : "recv gradient", *peer,
-                     setting_.transfer_bytes, stream, transfer_tag(forward_pass))};
+                     setting_.transfer_bytes, stream_for(stream, *peer),
+                     transfer_tag(forward_pass))};
 }
 
 void PipelineOps::send(std::int64_t microbatch, bool forward_pass, std::optional<RankIndex> peer,
@@ -109,7 +127,7 @@ void PipelineOps::send(std::int64_t microbatch, bool forward_pass, std::optional
   t.prefix = "pp";
   emit_.set_tag(std::move(t));
   emit_.send(forward_pass ? "send activation" : "send gradient", *peer, setting_.transfer_bytes,
-             stream, transfer_tag(forward_pass), after);
+             stream_for(stream, *peer), transfer_tag(forward_pass), after);
 }
 
 Deps PipelineOps::parameters_for(std::int64_t microbatch, std::int64_t chunk, std::int64_t module,

@@ -7,7 +7,9 @@
 // output to the one holding v + 1; its backward receives the gradient from v + 1 and sends one
 // back; v ± 1 stay in v's chain (DualPipe's two directions are two chains). A neighbour on this
 // same stage needs no transfer. Sends and receives go on four streams
-// (send/recv × forward/backward) so that no receive blocks an unrelated send; the chunk's first
+// (send/recv × forward/backward) so that no receive blocks an unrelated send, and transfers with
+// a second neighbour (a stage of a V or of DualPipe exchanges activations and gradients with both)
+// on four more, so that one neighbour's transfer never waits behind another's; the chunk's first
 // op waits for its receive, a send waits for the chunk's last op. Receives are posted as early as
 // their stream allows, as Megatron's overlapped p2p does; the compute stream waits only where it
 // needs the data.
@@ -84,6 +86,7 @@ class PipelineOps {
                StreamIndex stream);
   void send(std::int64_t microbatch, bool forward_pass, std::optional<RankIndex> peer,
             StreamIndex stream);
+  StreamIndex stream_for(StreamIndex stream, RankIndex peer);
   Deps parameters_for(std::int64_t microbatch, std::int64_t chunk, std::int64_t module,
                       const Deps& input);
   // Activation offloading: whether `layer` of `chunk` is offloaded (all but the chunk's last
@@ -99,6 +102,7 @@ class PipelineOps {
   StageLayers stage_layers_;
   std::vector<std::optional<OpIndex>> output_done_;  // last op of each micro-batch's loss
   std::vector<std::int64_t> last_microbatch_;         // by chunk: the last its chain runs
+  std::map<StreamIndex, RankIndex> stream_peer_;      // each transfer stream's first neighbour
   // B passes whose W pass has not run: what they deferred and their gradients, by (micro-batch,
   // chunk).
   struct PendingWeights {

@@ -36,6 +36,13 @@ struct Streams {
   static constexpr StreamIndex kOffloadIn = 11;   // and back
   // Optimizer offload (training.offload): the CPU's Adam steps, or the staged state's return.
   static constexpr StreamIndex kOptimizerOffload = 12;
+  // A stage's pipeline transfers with its second neighbour of the same kind (the V shapes and
+  // DualPipe send activations and gradients both ways): its own streams, so that a transfer
+  // waiting for one neighbour never holds up another's, as a batched isend/irecv progresses.
+  static constexpr StreamIndex kPpSendForward2 = 13;
+  static constexpr StreamIndex kPpSendBackward2 = 14;
+  static constexpr StreamIndex kPpRecvForward2 = 15;
+  static constexpr StreamIndex kPpRecvBackward2 = 16;
 };
 
 // Every stream with its name in traces and reports, by index.
@@ -43,7 +50,7 @@ struct StreamInfo {
   StreamIndex index;
   const char* name;
 };
-inline constexpr std::array<StreamInfo, 13> kStreams{{
+inline constexpr std::array<StreamInfo, 17> kStreams{{
     {Streams::kCompute, "compute"},
     {Streams::kTp, "tp"},
     {Streams::kDp, "dp"},
@@ -57,6 +64,10 @@ inline constexpr std::array<StreamInfo, 13> kStreams{{
     {Streams::kOffloadOut, "offload d2h"},
     {Streams::kOffloadIn, "offload h2d"},
     {Streams::kOptimizerOffload, "optimizer offload"},
+    {Streams::kPpSendForward2, "pp send fwd 2"},
+    {Streams::kPpSendBackward2, "pp send bwd 2"},
+    {Streams::kPpRecvForward2, "pp recv fwd 2"},
+    {Streams::kPpRecvBackward2, "pp recv bwd 2"},
 }};
 static_assert([] {
   for (std::size_t i = 0; i < kStreams.size(); ++i) {

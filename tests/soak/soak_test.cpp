@@ -104,11 +104,25 @@ json draw_config(std::mt19937_64& rng, long index, const std::vector<std::string
                                       parallel["cp"].get<std::int64_t>() *
                                       parallel["pp"].get<std::int64_t>();
   const std::int64_t dp = std::max<std::int64_t>(1, gpus / model_parallel);
+  json training = draw_training(rng, dp);
+  // A quarter of the pipelines name a schedule with W passes (the V shapes and DualPipe take two
+  // chunks per stage); the loader refuses what the schedule cannot run.
+  if (parallel["pp"].get<std::int64_t>() > 1 && coin(rng, 0.25)) {
+    const std::string schedule =
+        pick<std::string>(rng, {"zb_h1", "zb_h2", "zbv", "dualpipev", "dualpipe"});
+    training["schedule"] = schedule;
+    parallel["vpp"] = schedule.rfind("zb_h", 0) == 0 ? 1 : 2;
+    if (schedule.rfind("dualpipe", 0) == 0) {  // at least 2·pp micro-batches (an even number)
+      const std::int64_t microbatches =
+          2 * parallel["pp"].get<std::int64_t>() * pick<std::int64_t>(rng, {1, 2});
+      training["global_batch"] = training["micro_batch"].get<std::int64_t>() * microbatches * dp;
+    }
+  }
   return {{"model", "../models/" + pick(rng, models)},
           {"cluster", "../clusters/" + pick(rng, clusters)},
           {"num_gpus", gpus},
           {"parallel", parallel},
-          {"training", draw_training(rng, dp)},
+          {"training", training},
           {"simulation",
            {{"fidelity", full ? "full" : "symmetric"},
             {"network", (index / 2) % 2 == 0 ? "flow" : "analytical"}}}};
@@ -139,7 +153,8 @@ std::string describe(const json& config) {
          p["cp"].dump() + " pp" + p["pp"].dump() + " vpp" + p["vpp"].dump() + " mb" +
          t["micro_batch"].dump() + " gb" + t["global_batch"].dump() + " s" + t["seq_len"].dump() +
          " " + t["recompute"].get<std::string>() + " " + t["precision"].get<std::string>() + " " +
-         s["fidelity"].get<std::string>() + "/" + s["network"].get<std::string>();
+         t.value("schedule", std::string("megatron")) + " " + s["fidelity"].get<std::string>() +
+         "/" + s["network"].get<std::string>();
 }
 
 // One layout: draws until the loader accepts one, then simulates it.
