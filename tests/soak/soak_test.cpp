@@ -5,7 +5,8 @@
 //
 //   soak_test [LAYOUTS] [SEED]        (or WALLSIM_SOAK_LAYOUTS / WALLSIM_SOAK_SEED)
 //
-// The draw is deliberately loose (any tp/cp/pp/vpp/micro-batch/batch mix on 8–128 GPUs), so a
+// The draw is deliberately loose (any tp/cp/pp/vpp/micro-batch/batch mix on 8–128 GPUs, now and
+// then a named pipeline schedule, expert parallelism and its all-to-all overlap), so a
 // share of the draws breaks a layout rule; those count as rejected and the draw goes on until
 // LAYOUTS layouts have been simulated. Exit status 0 only if every simulated layout passed.
 #include <algorithm>
@@ -105,6 +106,11 @@ json draw_config(std::mt19937_64& rng, long index, const std::vector<std::string
                                       parallel["pp"].get<std::int64_t>();
   const std::int64_t dp = std::max<std::int64_t>(1, gpus / model_parallel);
   json training = draw_training(rng, dp);
+  // MoE models: expert parallelism and its all-to-all overlap (dense models refuse ep > 1).
+  if (coin(rng, 0.3)) {
+    parallel["ep"] = pick<std::int64_t>(rng, {2, 4, 8});
+    training["overlap"]["ep_comm"] = coin(rng);
+  }
   // A quarter of the pipelines name a schedule with W passes (the V shapes and DualPipe take two
   // chunks per stage); the loader refuses what the schedule cannot run.
   if (parallel["pp"].get<std::int64_t>() > 1 && coin(rng, 0.25)) {
@@ -150,7 +156,8 @@ std::string describe(const json& config) {
   return config["model"].get<std::string>().substr(10) + " on " +
          std::to_string(config["num_gpus"].get<std::int64_t>()) + " " +
          config["cluster"].get<std::string>().substr(12) + " tp" + p["tp"].dump() + " cp" +
-         p["cp"].dump() + " pp" + p["pp"].dump() + " vpp" + p["vpp"].dump() + " mb" +
+         p["cp"].dump() + " pp" + p["pp"].dump() + " vpp" + p["vpp"].dump() +
+         (p.contains("ep") ? " ep" + p["ep"].dump() : "") + " mb" +
          t["micro_batch"].dump() + " gb" + t["global_batch"].dump() + " s" + t["seq_len"].dump() +
          " " + t["recompute"].get<std::string>() + " " + t["precision"].get<std::string>() + " " +
          t.value("schedule", std::string("megatron")) + " " + s["fidelity"].get<std::string>() +
