@@ -6,7 +6,8 @@
 //   soak_test [LAYOUTS] [SEED]        (or WALLSIM_SOAK_LAYOUTS / WALLSIM_SOAK_SEED)
 //
 // The draw is deliberately loose (any tp/cp/pp/vpp/micro-batch/batch mix on 8–128 GPUs, now and
-// then a named pipeline schedule, expert parallelism and its all-to-all overlap), so a
+// then a named pipeline schedule, expert parallelism and its all-to-all overlap, sharded data
+// parallelism, activation offloading, CUDA graphs and a CP exchange type), so a
 // share of the draws breaks a layout rule; those count as rejected and the draw goes on until
 // LAYOUTS layouts have been simulated. Exit status 0 only if every simulated layout passed.
 #include <algorithm>
@@ -106,6 +107,16 @@ json draw_config(std::mt19937_64& rng, long index, const std::vector<std::string
                                       parallel["pp"].get<std::int64_t>();
   const std::int64_t dp = std::max<std::int64_t>(1, gpus / model_parallel);
   json training = draw_training(rng, dp);
+  // Sharded data parallelism, activation offloading and CUDA graphs, now and then.
+  if (coin(rng, 0.15)) {
+    parallel["data_sharding"] = pick<std::string>(rng, {"grads", "params"});
+    training["distributed_optimizer"] = true;
+  }
+  if (coin(rng, 0.1)) training["offload"] = {{"activations", true}};
+  if (coin(rng, 0.1)) training["cuda_graphs"] = pick<std::string>(rng, {"per_layer", "full_iteration"});
+  if (parallel["cp"].get<std::int64_t>() > 1 && coin(rng, 0.5)) {
+    parallel["cp_comm_type"] = pick<std::string>(rng, {"a2a", "all_gather", "a2a+p2p"});
+  }
   // MoE models: expert parallelism and its all-to-all overlap (dense models refuse ep > 1).
   if (coin(rng, 0.3)) {
     parallel["ep"] = pick<std::int64_t>(rng, {2, 4, 8});
@@ -160,8 +171,12 @@ std::string describe(const json& config) {
          (p.contains("ep") ? " ep" + p["ep"].dump() : "") + " mb" +
          t["micro_batch"].dump() + " gb" + t["global_batch"].dump() + " s" + t["seq_len"].dump() +
          " " + t["recompute"].get<std::string>() + " " + t["precision"].get<std::string>() + " " +
-         t.value("schedule", std::string("megatron")) + " " + s["fidelity"].get<std::string>() +
-         "/" + s["network"].get<std::string>();
+         t.value("schedule", std::string("megatron")) + " " +
+         (p.contains("data_sharding") ? p["data_sharding"].get<std::string>() + " " : "") +
+         (p.contains("cp_comm_type") ? p["cp_comm_type"].get<std::string>() + " " : "") +
+         (t.contains("offload") ? "offload " : "") +
+         (t.contains("cuda_graphs") ? t["cuda_graphs"].get<std::string>() + " " : "") +
+         s["fidelity"].get<std::string>() + "/" + s["network"].get<std::string>();
 }
 
 // One layout: draws until the loader accepts one, then simulates it.
