@@ -111,7 +111,8 @@ void check_expert_pipeline(const ParallelSpec& p, const ExpertLayout& e, std::in
                            const std::string& where) {
   const std::int64_t dp = num_gpus / (p.tp * p.cp * p.pp);
   std::string order;
-  for (const Axis axis : p.order) order += (order.empty() ? "" : "-") + std::string(to_string(axis));
+  for (const Axis axis : p.order)
+    order += (order.empty() ? "" : "-") + std::string(to_string(axis));
   if (p.order.back() != Axis::pp && e.edp != dp) {
     throw InputError(where, "parallel.order", order,
                      "when pp is not the last axis, the attention layers' data parallelism (" +
@@ -123,7 +124,8 @@ void check_expert_pipeline(const ParallelSpec& p, const ExpertLayout& e, std::in
     std::sort(groups.begin(), groups.end());
     return groups;
   };
-  if (pipeline_groups({p.tp, p.cp, 1, dp, p.pp}) != pipeline_groups({e.etp, 1, e.ep, e.edp, p.pp})) {
+  if (pipeline_groups({p.tp, p.cp, 1, dp, p.pp}) !=
+      pipeline_groups({e.etp, 1, e.ep, e.edp, p.pp})) {
     throw InputError(where, "parallel.order", order,
                      "puts the experts' pipeline stages on other ranks than the attention "
                      "layers' (Megatron-LM requires the same pipeline groups): put pp last, as "
@@ -169,7 +171,8 @@ ExpertLayout check_experts(const ModelSpec& m, const ParallelSpec& p, std::int64
             "with ep_group_style \"deepspeed\" must divide the ranks of a data-parallel group");
   }
   e.edp = num_gpus / expert_parallel;
-  if (p.ep_group_style == EpGroupStyle::kMegatron && p.pp > 1) check_expert_pipeline(p, e, num_gpus, where);
+  if (p.ep_group_style == EpGroupStyle::kMegatron && p.pp > 1)
+    check_expert_pipeline(p, e, num_gpus, where);
   return e;
 }
 
@@ -231,8 +234,9 @@ void check_parameter_copies(const ModelSpec& model, const ParallelSpec& p, const
     throw InputError(where, "training.schedule", schedule.name, what + " are not modelled");
   };
   if (model.tied_embeddings) {
-    refuse("tied embeddings with two pipeline directions (each end stage would hold the table for "
-           "one direction's embedding and the other's output layer)");
+    refuse(
+        "tied embeddings with two pipeline directions (each end stage would hold the table for "
+        "one direction's embedding and the other's output layer)");
   }
   if (p.pipeline_layout) refuse("parallel.pipeline_layout placements for two directions");
   if (layout.shard_group > 0) {

@@ -461,10 +461,11 @@ void add_notes(const ModelSpec& model, const Layout& layout, const TrainingSpec&
   if (layout.parameter_copies() > 1) {
     const std::int64_t group = layout.dp_cp() * layout.parameter_copies();
     report.notes.push_back(
-        layout.schedule->name + ": each stage holds two model chunks, stage s the layers of "
+        layout.schedule->name +
+        ": each stage holds two model chunks, stage s the layers of "
         "positions s and pp - 1 - s, so every layer's weights and gradients are kept twice; the "
-        "two copies' gradients are reduced together over " + std::to_string(group) +
-        " ranks (both stages' dp·cp)" +
+        "two copies' gradients are reduced together over " +
+        std::to_string(group) + " ranks (both stages' dp·cp)" +
         (training.distributed_optimizer ? ", which the distributed optimizer shards over" : ""));
   }
   if (model.tied_embeddings && layout.output_apart_from_embedding()) {

@@ -10,9 +10,8 @@ namespace {
 
 std::deque<PipelineSchedule>& registry() {
   static std::deque<PipelineSchedule> schedules{
-      one_f_one_b_schedule(), interleaved_1f1b_schedule(), zb_h1_schedule(),
-      zb_h2_schedule(),       zero_bubble_v_schedule(),    dualpipe_v_schedule(),
-      dualpipe_schedule()};
+      one_f_one_b_schedule(),   interleaved_1f1b_schedule(), zb_h1_schedule(),   zb_h2_schedule(),
+      zero_bubble_v_schedule(), dualpipe_v_schedule(),       dualpipe_schedule()};
   return schedules;
 }
 

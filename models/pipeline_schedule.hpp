@@ -142,8 +142,7 @@ class VirtualStages {
   }
   // The virtual stage `step` (±1) from chunk `chunk` of `stage` along its chain, or nullopt past
   // the chain's end.
-  std::optional<std::int64_t> next(std::int64_t stage, std::int64_t chunk,
-                                   std::int64_t step) const;
+  std::optional<std::int64_t> next(std::int64_t stage, std::int64_t chunk, std::int64_t step) const;
   // Where position 0 (the embedding) and the last position (the output layer) of each chain are.
   std::vector<StageChunk> chain_starts() const;
   std::vector<StageChunk> chain_ends() const;

@@ -52,7 +52,8 @@ bool PipelineOps::last_virtual_stage(std::int64_t chunk) const {
 
 std::optional<RankIndex> PipelineOps::neighbour(std::int64_t chunk, std::int64_t step) const {
   const VirtualStages& virtual_stages = setting_.virtual_stages;
-  const std::int64_t stage = virtual_stages.place(*virtual_stages.next(setting_.stage, chunk, step)).stage;
+  const std::int64_t stage =
+      virtual_stages.place(*virtual_stages.next(setting_.stage, chunk, step)).stage;
   if (stage == setting_.stage) return std::nullopt;
   return setting_.stage_ranks[static_cast<std::size_t>(stage)];
 }

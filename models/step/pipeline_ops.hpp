@@ -101,8 +101,8 @@ class PipelineOps {
   PipelineSetting setting_;
   StageLayers stage_layers_;
   std::vector<std::optional<OpIndex>> output_done_;  // last op of each micro-batch's loss
-  std::vector<std::int64_t> last_microbatch_;         // by chunk: the last its chain runs
-  std::map<StreamIndex, RankIndex> stream_peer_;      // each transfer stream's first neighbour
+  std::vector<std::int64_t> last_microbatch_;        // by chunk: the last its chain runs
+  std::map<StreamIndex, RankIndex> stream_peer_;     // each transfer stream's first neighbour
   // B passes whose W pass has not run: what they deferred and their gradients, by (micro-batch,
   // chunk).
   struct PendingWeights {

@@ -113,7 +113,8 @@ json draw_config(std::mt19937_64& rng, long index, const std::vector<std::string
     training["distributed_optimizer"] = true;
   }
   if (coin(rng, 0.1)) training["offload"] = {{"activations", true}};
-  if (coin(rng, 0.1)) training["cuda_graphs"] = pick<std::string>(rng, {"per_layer", "full_iteration"});
+  if (coin(rng, 0.1))
+    training["cuda_graphs"] = pick<std::string>(rng, {"per_layer", "full_iteration"});
   if (parallel["cp"].get<std::int64_t>() > 1 && coin(rng, 0.5)) {
     parallel["cp_comm_type"] = pick<std::string>(rng, {"a2a", "all_gather", "a2a+p2p"});
   }
@@ -168,9 +169,9 @@ std::string describe(const json& config) {
          std::to_string(config["num_gpus"].get<std::int64_t>()) + " " +
          config["cluster"].get<std::string>().substr(12) + " tp" + p["tp"].dump() + " cp" +
          p["cp"].dump() + " pp" + p["pp"].dump() + " vpp" + p["vpp"].dump() +
-         (p.contains("ep") ? " ep" + p["ep"].dump() : "") + " mb" +
-         t["micro_batch"].dump() + " gb" + t["global_batch"].dump() + " s" + t["seq_len"].dump() +
-         " " + t["recompute"].get<std::string>() + " " + t["precision"].get<std::string>() + " " +
+         (p.contains("ep") ? " ep" + p["ep"].dump() : "") + " mb" + t["micro_batch"].dump() +
+         " gb" + t["global_batch"].dump() + " s" + t["seq_len"].dump() + " " +
+         t["recompute"].get<std::string>() + " " + t["precision"].get<std::string>() + " " +
          t.value("schedule", std::string("megatron")) + " " +
          (p.contains("data_sharding") ? p["data_sharding"].get<std::string>() + " " : "") +
          (p.contains("cp_comm_type") ? p["cp_comm_type"].get<std::string>() + " " : "") +

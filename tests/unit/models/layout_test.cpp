@@ -114,9 +114,9 @@ TEST_CASE("an order that moves the experts' pipeline stages is rejected", "[mode
   q.sequence_parallel = true;
   q.ep = 2;
   q.order = {Axis::tp, Axis::pp, Axis::cp, Axis::ep, Axis::dp};
-  CHECK_THROWS_WITH(make_layout(mixtral_8x7b(), q, training(4096, 1, 64), 16, "r.json"),
-                    Contains("parallel.order = tp-pp-cp-ep-dp") &&
-                        Contains("same pipeline groups"));
+  CHECK_THROWS_WITH(
+      make_layout(mixtral_8x7b(), q, training(4096, 1, 64), 16, "r.json"),
+      Contains("parallel.order = tp-pp-cp-ep-dp") && Contains("same pipeline groups"));
   q.etp = 2;  // edp 2 now differs from dp 4
   CHECK_THROWS_WITH(make_layout(mixtral_8x7b(), q, training(4096, 1, 64), 16, "r.json"),
                     Contains("must be the same"));

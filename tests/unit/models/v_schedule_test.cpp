@@ -33,8 +33,9 @@ using Key = std::pair<std::int64_t, std::int64_t>;  // (virtual stage, micro-bat
 
 // Replays `name` on `shape`: each stage runs its order in sequence; F of virtual stage v waits
 // for F of v − 1, B of v for B of v + 1 (the last virtual stage's B for its own F), W for its
-// B, v ± 1 along v's chain. With `pairs`, a B directly followed by the F of another micro-batch runs as one pass of cost
-// `pair_cost` once both inputs are there, as the step builder's combined pairs do.
+// B, v ± 1 along v's chain. With `pairs`, a B directly followed by the F of another micro-batch
+// runs as one pass of cost `pair_cost` once both inputs are there, as the step builder's combined
+// pairs do.
 Replay replay(const std::string& name, PipelineShape shape, Costs c, bool pairs = false,
               double pair_cost = 0) {
   const PipelineSchedule* schedule = find_pipeline_schedule(name);
@@ -291,11 +292,12 @@ TEST_CASE("DualPipe places position i of chain 0 on stage i and of chain 1 on st
 TEST_CASE("DualPipe orders run F, B, W of every micro-batch on its chain and never deadlock",
           "[models][schedule][dualpipe]") {
   const PipelineSchedule& schedule = *find_pipeline_schedule("dualpipe");
-  for (const auto& [pp, m] : {std::pair{2, 4}, std::pair{4, 8}, std::pair{4, 14},
-                              std::pair{6, 12}, std::pair{8, 20}}) {
+  for (const auto& [pp, m] :
+       {std::pair{2, 4}, std::pair{4, 8}, std::pair{4, 14}, std::pair{6, 12}, std::pair{8, 20}}) {
     INFO("pp " << pp << " m " << m);
     const VirtualStages v(schedule, {pp, 2, m});
-    for (std::int64_t s = 0; s < pp; ++s) check_passes_in_order(schedule.order({pp, 2, m}, s), m, &v, s);
+    for (std::int64_t s = 0; s < pp; ++s)
+      check_passes_in_order(schedule.order({pp, 2, m}, s), m, &v, s);
     CHECK(replay("dualpipe", {pp, 2, m}, {}).completed);
     CHECK(replay("dualpipe", {pp, 2, m}, {}, true, 1.5).completed);
   }
@@ -313,8 +315,8 @@ TEST_CASE("DualPipe runs as DualPipeV folded: bubble (pp/2 − 1)·F, within the
           "[models][schedule][dualpipe]") {
   for (const Costs c :
        {Costs{1, 1, 1}, Costs{0.5, 0.5, 0.5}, Costs{1, 2, 1}, Costs{1, 1.2, 0.8}, Costs{2, 1, 1}}) {
-    for (const auto& [pp, m] : {std::pair{2, 4}, std::pair{4, 8}, std::pair{4, 14},
-                                std::pair{8, 16}, std::pair{8, 40}}) {
+    for (const auto& [pp, m] :
+         {std::pair{2, 4}, std::pair{4, 8}, std::pair{4, 14}, std::pair{8, 16}, std::pair{8, 40}}) {
       INFO("pp " << pp << " m " << m << " F " << c.f << " B " << c.b << " W " << c.w);
       const Replay dualpipe = replay("dualpipe", {pp, 2, m}, c);
       const Replay folded = replay("dualpipev", {pp / 2, 2, m / 2}, c);

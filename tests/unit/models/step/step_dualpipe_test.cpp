@@ -42,16 +42,12 @@ TEST_CASE("DualPipe runs chain 0 down the stages and chain 1 up, each with half 
   REQUIRE(program.graphs.size() == 4);
   // Stage 0: chain 0's 4 micro-batches go to stage 1; chain 1 ends here (its loss), so its 4
   // activations come from stage 1 and its gradients go back there.
-  CHECK(peers(program.graphs[0], OpKind::kSend, "send activation") ==
-        std::vector<RankIndex>(4, 1));
-  CHECK(peers(program.graphs[0], OpKind::kRecv, "recv activation") ==
-        std::vector<RankIndex>(4, 1));
+  CHECK(peers(program.graphs[0], OpKind::kSend, "send activation") == std::vector<RankIndex>(4, 1));
+  CHECK(peers(program.graphs[0], OpKind::kRecv, "recv activation") == std::vector<RankIndex>(4, 1));
   CHECK(peers(program.graphs[0], OpKind::kSend, "send gradient") == std::vector<RankIndex>(4, 1));
   // The last stage mirrors it.
-  CHECK(peers(program.graphs[3], OpKind::kSend, "send activation") ==
-        std::vector<RankIndex>(4, 2));
-  CHECK(peers(program.graphs[3], OpKind::kRecv, "recv activation") ==
-        std::vector<RankIndex>(4, 2));
+  CHECK(peers(program.graphs[3], OpKind::kSend, "send activation") == std::vector<RankIndex>(4, 2));
+  CHECK(peers(program.graphs[3], OpKind::kRecv, "recv activation") == std::vector<RankIndex>(4, 2));
   // A middle stage sends each chain's activations on: 4 to stage 2 (chain 0), 4 to stage 0.
   CHECK(sorted(peers(program.graphs[1], OpKind::kSend, "send activation")) ==
         std::multiset<RankIndex>{0, 0, 0, 0, 2, 2, 2, 2});
