@@ -50,8 +50,35 @@ EventId Engine::push(Time at, bool late, Callback callback) {
   }
   finished_.push_back(false);
   cancelled_.push_back(false);
-  // Sift up.
-  const Key key{at, (std::uint64_t{late} << 63) | (id << kSlotBits) | slot};
+  ++waiting_;
+  const std::uint64_t event = (std::uint64_t{late} << 63) | (id << kSlotBits) | slot;
+  if (newest_run_ != kNoRun) {
+    Run& newest = runs_[newest_run_];
+    if (newest.at == at && newest.late == late) {
+      newest.events.push_back(event);
+      return id;
+    }
+  }
+  // A new run: at most one per waiting event, so its index fits the slot bits.
+  std::uint32_t index;
+  if (free_runs_.empty()) {
+    index = static_cast<std::uint32_t>(runs_.size());
+    runs_.emplace_back();
+  } else {
+    index = free_runs_.back();
+    free_runs_.pop_back();
+  }
+  Run& run = runs_[index];
+  run.at = at;
+  run.late = late;
+  run.next = 0;
+  run.events.push_back(event);
+  newest_run_ = index;
+  push_key(Key{at, (event & ~kMaxSlot) | index});
+  return id;
+}
+
+void Engine::push_key(const Key& key) {
   std::size_t hole = heap_.size();
   heap_.push_back(key);
   while (hole > 0) {
@@ -61,7 +88,6 @@ EventId Engine::push(Time at, bool late, Callback callback) {
     hole = parent;
   }
   heap_[hole] = key;
-  return id;
 }
 
 bool Engine::cancel(EventId id) {
@@ -94,30 +120,46 @@ void Engine::pop_front() {
   heap_[hole] = last;
 }
 
+// The front run has no events left: out of the heap, its storage kept for the next run.
+void Engine::retire_front_run() {
+  const std::uint32_t index = heap_.front().run();
+  pop_front();
+  runs_[index].events.clear();
+  free_runs_.push_back(index);
+  if (newest_run_ == index) newest_run_ = kNoRun;
+}
+
 bool Engine::step(Time limit) {
   while (!heap_.empty()) {
-    const Key top = heap_.front();
-    if (cancelled_[top.seq()]) {
-      pop_front();
-      callbacks_[top.slot()] = nullptr;
-      free_slots_.push_back(top.slot());
+    Run& run = runs_[heap_.front().run()];
+    const std::uint64_t event = run.events[run.next];
+    const EventId seq = seq_of(event);
+    const std::uint32_t slot = slot_of(event);
+    if (cancelled_[seq]) {
+      if (++run.next == run.events.size()) retire_front_run();
+      callbacks_[slot] = nullptr;
+      free_slots_.push_back(slot);
+      --waiting_;
       --cancelled_in_queue_;
       continue;
     }
-    if (top.at > limit) return false;
-    if (top.at < now_) {
+    if (run.at > limit) return false;
+    if (run.at < now_) {
       throw std::logic_error(
-          "Engine: event " + std::to_string(top.seq()) + " at " + std::to_string(top.at.ps()) +
+          "Engine: event " + std::to_string(seq) + " at " + std::to_string(run.at.ps()) +
           " ps runs after now = " + std::to_string(now_.ps()) + " ps: time went backwards");
     }
-    if (budget_ != 0 && executed_ >= budget_) throw EventBudgetExceeded(budget_, top.at);
-    // Move the callback out before running it: it may schedule new events into this slot.
-    Callback callback = std::move(callbacks_[top.slot()]);
-    callbacks_[top.slot()] = nullptr;
-    pop_front();
-    free_slots_.push_back(top.slot());
-    finished_[top.seq()] = true;
-    now_ = top.at;
+    if (budget_ != 0 && executed_ >= budget_) throw EventBudgetExceeded(budget_, run.at);
+    // Move the callback out before running it: it may schedule new events into this slot
+    // (and into this run, which may be retired and reused first).
+    const Time at = run.at;
+    Callback callback = std::move(callbacks_[slot]);
+    callbacks_[slot] = nullptr;
+    if (++run.next == run.events.size()) retire_front_run();
+    free_slots_.push_back(slot);
+    finished_[seq] = true;
+    --waiting_;
+    now_ = at;
     ++executed_;
     callback();
     return true;

@@ -3,7 +3,9 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -177,4 +179,138 @@ TEST_CASE("late events of one time run in scheduling order and may schedule ordi
   engine.run();
   // The ordinary event scheduled by late1 sorts before late2 (same time, not late).
   CHECK(order == std::vector<std::string>{"late1", "ordinary", "late2"});
+}
+
+namespace {
+
+// The order the engine promises, kept the plain way: every waiting event in one ordered set
+// keyed by (time, lateness, id); a cancelled event is erased.
+class ReferenceQueue {
+ public:
+  std::uint64_t schedule(std::int64_t at_ps, bool late) {
+    const std::uint64_t id = next_id_++;
+    waiting_.insert({at_ps, late, id});
+    return id;
+  }
+  void cancel(std::uint64_t id) {
+    for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+      if (std::get<2>(*it) == id) {
+        waiting_.erase(it);
+        return;
+      }
+    }
+  }
+  bool empty() const { return waiting_.empty(); }
+  std::tuple<std::int64_t, bool, std::uint64_t> pop() {
+    const auto front = *waiting_.begin();
+    waiting_.erase(waiting_.begin());
+    return front;
+  }
+
+ private:
+  std::uint64_t next_id_ = 0;
+  std::set<std::tuple<std::int64_t, bool, std::uint64_t>> waiting_;
+};
+
+// What event `id` does when it runs, drawn from the id alone so that both queues see the same
+// program: up to three follow-ups at small delays (a third of them at the same instant, so
+// runs of equal times and a mix of ordinary and late events form), sometimes a cancellation of
+// an earlier event that may still wait.
+struct Action {
+  std::vector<std::pair<std::int64_t, bool>> follow_ups;  // (delay ps, late)
+  std::uint64_t cancel = 0;
+  bool cancels = false;
+};
+
+Action action_of(std::uint64_t id) {
+  std::mt19937_64 rng(id * 7919 + 17);
+  Action a;
+  const int n = static_cast<int>(rng() % 4);
+  for (int i = 0; i < n; ++i) {
+    const std::int64_t delays[] = {0, 0, 1000, 1000, 1000, 2000, 7000};
+    a.follow_ups.emplace_back(delays[rng() % 7], rng() % 5 == 0);
+  }
+  if (id > 10 && rng() % 6 == 0) {
+    a.cancels = true;
+    a.cancel = id - 1 - rng() % 10;
+  }
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "runs of equal times keep the exact (time, lateness, scheduling) order of a plain "
+    "ordered queue",
+    "[core][engine][invariant]") {
+  // 200 seeds of a random program (follow-ups at equal and later times, late events, ordinary
+  // events scheduled during late ones, cancellations of waiting and of finished events,
+  // run_until in slices): the engine must execute exactly the events the ordered set pops,
+  // in its order.
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    CAPTURE(seed);
+    constexpr std::uint64_t kCap = 3000;  // stop scheduling follow-ups beyond this many events
+    // The reference.
+    std::vector<std::uint64_t> expected;
+    {
+      ReferenceQueue queue;
+      std::vector<bool> done;
+      std::mt19937_64 rng(seed);
+      for (int i = 0; i < 40; ++i) {
+        const std::int64_t at = static_cast<std::int64_t>(rng() % 5) * 1000;
+        const bool late = rng() % 4 == 0;
+        queue.schedule(at, late);
+        done.push_back(false);
+      }
+      while (!queue.empty()) {
+        const auto [at, late, id] = queue.pop();
+        expected.push_back(id);
+        done[id] = true;
+        const Action a = action_of(id);
+        if (done.size() < kCap) {
+          for (const auto& [delay, follow_late] : a.follow_ups) {
+            queue.schedule(at + delay, follow_late);
+            done.push_back(false);
+          }
+        }
+        if (a.cancels && !done[a.cancel]) {
+          queue.cancel(a.cancel);
+          done[a.cancel] = true;
+        }
+      }
+    }
+    // The engine, run in slices of 3 µs.
+    std::vector<std::uint64_t> executed;
+    Engine engine;
+    std::uint64_t scheduled = 0;
+    std::function<void(std::uint64_t)> body = [&](std::uint64_t id) {
+      executed.push_back(id);
+      const Action a = action_of(id);
+      if (scheduled < kCap) {
+        for (const auto& [delay, follow_late] : a.follow_ups) {
+          const std::uint64_t next = scheduled++;
+          const Time at = engine.now() + Time::from_ps(delay);
+          const auto run = [&body, next] { body(next); };
+          const wallsim::EventId got =
+              follow_late ? engine.schedule_late(at, run) : engine.schedule_at(at, run);
+          REQUIRE(got == next);
+        }
+      }
+      if (a.cancels) engine.cancel(a.cancel);
+    };
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < 40; ++i) {
+      const Time at = Time::from_ps(static_cast<std::int64_t>(rng() % 5) * 1000);
+      const bool late = rng() % 4 == 0;
+      const std::uint64_t next = scheduled++;
+      const auto run = [&body, next] { body(next); };
+      late ? engine.schedule_late(at, run) : engine.schedule_at(at, run);
+    }
+    for (Time limit = Time::from_us(3); !engine.empty(); limit = limit + Time::from_us(3)) {
+      engine.run_until(limit);
+      REQUIRE(engine.now() <= limit);
+    }
+    REQUIRE(expected.size() > 40);
+    CHECK(executed == expected);
+  }
 }
