@@ -155,9 +155,10 @@ models::SweepReport run_shard(const SweepSetup& setup, const SweepOptions& optio
   run.on_screened = [&](const models::SweepCounts& counts) {
     if (show_progress) progress.screened(counts, resumed);
   };
-  run.on_row = [&](const models::SweepRow& row, std::int64_t done, std::int64_t total) {
+  run.on_row = [&](const models::SweepRow& row, std::int64_t done, std::int64_t total,
+                   double work_done) {
     models::write_journal_row(journal, row);
-    if (show_progress) progress.row(row, done, total);
+    if (show_progress) progress.row(row, done, total, work_done);
   };
   const models::SweepHardware hw{setup.profile.gpu, setup.profile.comm,
                                  setup.profile.gpu.hbm_bytes};

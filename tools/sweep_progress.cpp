@@ -1,5 +1,7 @@
 #include "tools/sweep_progress.hpp"
 
+#include "models/sweep/sweep_runner.hpp"
+
 namespace wallsim::cli {
 
 SweepProgress::SweepProgress(std::FILE* out, bool terminal, double interval_s)
@@ -27,10 +29,10 @@ void SweepProgress::screened(const models::SweepCounts& c, std::int64_t already_
   last_print_s_ = 0;  // the first plain line after one interval, when the rate means something
 }
 
-std::string SweepProgress::line(std::int64_t done, std::int64_t total) const {
+std::string SweepProgress::line(std::int64_t done, std::int64_t total, double work_done) const {
   const double t = elapsed_s();
   const double rate = t > 0 ? static_cast<double>(done - resumed_) / t : 0;
-  const double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0;
+  const double eta = done < total ? models::remaining_seconds(t, work_done) : 0;
   char text[256];
   std::snprintf(text, sizeof text,
                 "%lld/%lld points, %.1f points/s, ETA %.0f s, best %s (%.0f tok/s/GPU)",
@@ -46,7 +48,8 @@ void SweepProgress::consider(const models::SweepRow& row) {
   }
 }
 
-void SweepProgress::row(const models::SweepRow& row, std::int64_t done, std::int64_t total) {
+void SweepProgress::row(const models::SweepRow& row, std::int64_t done, std::int64_t total,
+                        double work_done) {
   consider(row);
   const double now = elapsed_s();
   const double interval = terminal_ ? 0.1 : interval_s_;
@@ -58,9 +61,9 @@ void SweepProgress::row(const models::SweepRow& row, std::int64_t done, std::int
     std::fprintf(out_, "\r[%s%s] %s\033[K",
                  std::string(static_cast<std::size_t>(filled), '#').c_str(),
                  std::string(static_cast<std::size_t>(width - filled), '.').c_str(),
-                 line(done, total).c_str());
+                 line(done, total, work_done).c_str());
   } else {
-    std::fprintf(out_, "sweep: %s\n", line(done, total).c_str());
+    std::fprintf(out_, "sweep: %s\n", line(done, total, work_done).c_str());
   }
   std::fflush(out_);
 }

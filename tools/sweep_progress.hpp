@@ -1,6 +1,6 @@
 // Progress of a sweep on stderr: on a terminal one line redrawn in place (done/total, rate, ETA,
-// best so far); otherwise a plain line every `interval_s` seconds and one at the end, so logs of
-// batch jobs stay readable.
+// best so far; the ETA from the share of the estimated work done, not of the points); otherwise a
+// plain line every `interval_s` seconds and one at the end, so logs of batch jobs stay readable.
 #pragma once
 
 #include <chrono>
@@ -17,13 +17,13 @@ class SweepProgress {
   SweepProgress(std::FILE* out, bool terminal, double interval_s = 10.0);
 
   void screened(const models::SweepCounts& counts, std::int64_t already_done);
-  void row(const models::SweepRow& row, std::int64_t done, std::int64_t total);
+  void row(const models::SweepRow& row, std::int64_t done, std::int64_t total, double work_done);
   // A row of an earlier run (--resume): counts for "best so far" only.
   void consider(const models::SweepRow& row);
   void finish(std::int64_t simulated);
 
  private:
-  std::string line(std::int64_t done, std::int64_t total) const;
+  std::string line(std::int64_t done, std::int64_t total, double work_done) const;
   double elapsed_s() const;
 
   std::FILE* out_;

@@ -108,6 +108,11 @@ double simulation_footprint(const RunConfig& config) {
   return units * kFootprintBytesPerLayerPass;
 }
 
+double remaining_seconds(double elapsed_s, double work_done) {
+  if (work_done <= 0 || elapsed_s <= 0) return 0;
+  return elapsed_s * std::max(0.0, 1.0 - work_done) / work_done;
+}
+
 void parallel_for(std::int64_t count, int jobs, const std::function<void(std::int64_t)>& body) {
   std::atomic<std::int64_t> next{0};
   std::exception_ptr failure;
@@ -183,10 +188,17 @@ SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const Swee
   std::vector<SweepRow> simulated(to_simulate.size());
   std::mutex progress_mutex;
   std::int64_t finished = resumed;
+  std::vector<double> footprints(to_simulate.size());
+  double work_total = 0;
+  for (std::size_t k = 0; k < to_simulate.size(); ++k) {
+    footprints[k] = simulation_footprint(*to_simulate[k]->config);
+    work_total += footprints[k];
+  }
+  double work_done = 0;
   FootprintGate gate(options.simulation_memory_bytes);
   parallel_for(static_cast<std::int64_t>(to_simulate.size()), options.jobs, [&](std::int64_t i) {
     const auto k = static_cast<std::size_t>(i);
-    const double footprint = simulation_footprint(*to_simulate[k]->config);
+    const double footprint = footprints[k];
     gate.acquire(footprint);
     try {
       simulated[k] =
@@ -199,7 +211,9 @@ SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const Swee
     if (footprint > options.simulation_memory_bytes / 2) return_freed_pages();
     const std::lock_guard lock(progress_mutex);
     ++finished;
-    if (options.on_row) options.on_row(simulated[k], finished, report.counts.simulated);
+    work_done += footprint;
+    const double share = work_total > 0 ? std::min(1.0, work_done / work_total) : 1.0;
+    if (options.on_row) options.on_row(simulated[k], finished, report.counts.simulated, share);
   });
   report.rows.insert(report.rows.end(), simulated.begin(), simulated.end());
   report.counts.failed = static_cast<std::int64_t>(std::count_if(

@@ -56,9 +56,17 @@ struct SweepRunOptions {
   // already_done ones).
   std::function<void(const SweepCounts&)> on_screened;
   // Called after each newly simulated point, one call at a time (under a lock); `done`
-  // counts already_done rows too.
-  std::function<void(const SweepRow&, std::int64_t done, std::int64_t total)> on_row;
+  // counts already_done rows too. `work_done` is the share (0–1) of the estimated cost of the
+  // points this run simulates that is done (simulation_footprint weighs each point: a point's
+  // cost grows with its layer passes, from under 0.1 s to seconds within one MoE space, so
+  // counting points mispredicts what is left); already_done rows are not part of it.
+  std::function<void(const SweepRow&, std::int64_t done, std::int64_t total, double work_done)>
+      on_row;
 };
+
+// Seconds left when `work_done` (0–1) of the work took `elapsed_s`, at the rate so far; 0
+// before any work is done.
+double remaining_seconds(double elapsed_s, double work_done);
 
 // Identifies a sweep: the base config, the space, the samples per point and the objective (not
 // the shard or the job count).

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -63,7 +64,7 @@ TEST_CASE("resuming from an interrupted sweep's journal gives the uninterrupted 
   std::ostringstream journal;
   const std::string fp = sweep_fingerprint(f.base, f.space);
   write_journal_header(journal, fp, options.shard);
-  options.on_row = [&](const SweepRow& row, std::int64_t, std::int64_t) {
+  options.on_row = [&](const SweepRow& row, std::int64_t, std::int64_t, double) {
     write_journal_row(journal, row);
   };
   const SweepReport uninterrupted = f.run(options);
@@ -80,7 +81,7 @@ TEST_CASE("resuming from an interrupted sweep's journal gives the uninterrupted 
   resume.already_done = read_journal(partial, fp, resume.shard, "journal");
   REQUIRE(resume.already_done.size() == 3);
   std::int64_t simulated_again = 0;
-  resume.on_row = [&](const SweepRow&, std::int64_t done, std::int64_t all) {
+  resume.on_row = [&](const SweepRow&, std::int64_t done, std::int64_t all, double) {
     ++simulated_again;
     CHECK(all == total);
     CHECK(done > 3);
@@ -88,6 +89,47 @@ TEST_CASE("resuming from an interrupted sweep's journal gives the uninterrupted 
   const SweepReport resumed = f.run(resume);
   CHECK(simulated_again == total - 3);
   CHECK(csv(resumed) == csv(uninterrupted));
+}
+
+TEST_CASE(
+    "progress reports the share of the estimated work done, each point weighed by its "
+    "layer passes",
+    "[sweep]") {
+  // Every point of the fixture simulates 32 layers in symmetric fidelity, so its estimated cost
+  // is its micro-batches per step (global batch 16 / dp): a tp 2 pp 1 point (dp 4, 4
+  // micro-batches) weighs half a tp 8 pp 1 point (dp 1, 16). One worker reports points in
+  // order, so the shares are the running sums over the total.
+  const Fixture f;
+  SweepRunOptions options;
+  options.jobs = 1;
+  std::vector<double> shares;
+  std::vector<std::int64_t> microbatches;
+  options.on_row = [&](const SweepRow& row, std::int64_t, std::int64_t, double work_done) {
+    shares.push_back(work_done);
+    microbatches.push_back(row.num_microbatches);
+  };
+  const SweepReport report = f.run(options);
+  REQUIRE(shares.size() == static_cast<std::size_t>(report.counts.simulated));
+  REQUIRE(shares.size() >= 6);
+  double total = 0;
+  for (const std::int64_t m : microbatches) total += static_cast<double>(m);
+  double running = 0;
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    running += static_cast<double>(microbatches[i]);
+    CHECK(shares[i] == Approx(running / total).epsilon(1e-12));
+  }
+  CHECK(shares.back() == 1.0);
+  // The points differ in weight, so counting points would give other shares.
+  CHECK(*std::max_element(microbatches.begin(), microbatches.end()) >
+        *std::min_element(microbatches.begin(), microbatches.end()));
+}
+
+TEST_CASE("the time left follows the rate of the work done so far", "[sweep]") {
+  // A quarter of the work in 10 s leaves three quarters: 30 s at the same rate.
+  CHECK(remaining_seconds(10.0, 0.25) == Approx(30.0));
+  CHECK(remaining_seconds(10.0, 1.0) == 0.0);
+  CHECK(remaining_seconds(10.0, 0.0) == 0.0);  // no rate yet
+  CHECK(remaining_seconds(0.0, 0.5) == 0.0);
 }
 
 namespace {
