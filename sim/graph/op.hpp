@@ -26,28 +26,16 @@ enum class OpKind : std::uint8_t {
 };
 
 struct Op {
+  // What the replay reads for every op comes first (one cache line); labels and report fields
+  // after.
   OpKind kind = OpKind::kCompute;
   StreamIndex stream = 0;
-  std::uint32_t label = 0;     // OpGraph::label(label): the op's name, for reports
   std::uint16_t category = 0;  // the builder's classification (gemm, attention, tp, dp, ...)
-  std::optional<std::int32_t> microbatch;
-  std::optional<std::int32_t> layer;
+  std::uint32_t label = 0;     // OpGraph::label(label): the op's name, for reports
 
   // Compute ops: duration alone, and while a communication kernel holds SMs on this rank.
   Time duration;
   Time duration_contended;
-
-  // Communication ops.
-  GroupIndex group = 0;       // kCollective: index into the replay's groups
-  std::uint32_t payload = 0;  // what to move: an index the CommService understands
-  RankIndex peer = 0;         // kSend / kRecv: the other rank
-  std::uint16_t tag = 0;      // kSend / kRecv: sends match receives of the same tag only
-  bool occupies_sms = true;   // a communication kernel on SMs (false: copy engine)
-  double flops = 0;           // compute ops: arithmetic done, for reports
-
-  // Memory: allocated when the op starts, freed when it ends (bytes).
-  double alloc_bytes = 0;
-  double free_bytes = 0;
 
   // The host (the rank's CPU thread) issues ops in program order (op index), spending
   // `host_cost` on each (framework dispatch plus kernel or graph launch); an op cannot start
@@ -55,16 +43,30 @@ struct Op {
   // it ends before issuing the next (a stream synchronize, or a device-to-host copy the host
   // reads).
   Time host_cost;
-  bool host_sync = false;
 
+  // Memory: allocated when the op starts, freed when it ends (bytes).
+  double alloc_bytes = 0;
+  double free_bytes = 0;
+
+  // Communication ops.
+  GroupIndex group = 0;       // kCollective: index into the replay's groups
+  std::uint32_t payload = 0;  // what to move: an index the CommService understands
+  RankIndex peer = 0;         // kSend / kRecv: the other rank
+  std::uint16_t tag = 0;      // kSend / kRecv: sends match receives of the same tag only
+  bool occupies_sms = true;   // a communication kernel on SMs (false: copy engine)
+  bool host_sync = false;     // see host_cost
+
+  std::optional<std::int32_t> microbatch;
+  std::optional<std::int32_t> layer;
+  double flops = 0;  // compute ops: arithmetic done, for reports
   // Compute ops: bytes a memory-bound kernel streams through HBM (reads plus writes), for
-  // reports; 0 for GEMMs and attention, which are counted by `flops`. A float, so that it
-  // sits in the padding after host_sync.
+  // reports; 0 for GEMMs and attention, which are counted by `flops`.
   float bytes = 0;
 };
 
 // A step holds millions of ops (an MoE sweep point several graphs of them at once): a field
-// that makes Op larger costs every sweep its memory. 104 bytes on LP64 targets.
-static_assert(sizeof(Op) <= 104, "Op grew: pack a new field into existing padding");
+// that makes Op larger costs every sweep its memory. 96 bytes on LP64 targets (4 of them the
+// tail padding after `bytes`).
+static_assert(sizeof(Op) <= 96, "Op grew: pack a new field into existing padding");
 
 }  // namespace wallsim
