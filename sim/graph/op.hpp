@@ -26,7 +26,7 @@ enum class OpKind : std::uint8_t {
 };
 
 struct Op {
-  // What the replay reads for every op comes first (one cache line); labels and report fields
+  // What the replay reads for every op comes first (the first 64 bytes); labels and report fields
   // after.
   OpKind kind = OpKind::kCompute;
   StreamIndex stream = 0;
