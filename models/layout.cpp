@@ -318,6 +318,17 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
                      "forward, such as \"interleaved\" (vpp > 1); training.schedule is \"" +
                          schedule.name + "\"");
   }
+  if (training.overlap.shared_expert) {
+    if (!model.moe || model.moe->shared_ffn_hidden == 0) {
+      throw InputError(where, "training.overlap.shared_expert", "true",
+                       "the model has no shared experts (model.moe.shared_ffn_hidden)");
+    }
+    if (layout.expert.dispatcher == MoeDispatcher::kAllGather) {
+      throw InputError(where, "training.overlap.shared_expert", "true",
+                       "Megatron-Core overlaps the shared experts only with the alltoall or "
+                       "flex dispatcher; parallel.moe_dispatcher is \"allgather\"");
+    }
+  }
   if (model.moe && !model.moe->capacity_factor &&
       training.cuda_graphs == CudaGraphs::kFullIteration) {
     throw InputError(where, "training.cuda_graphs", "full_iteration",

@@ -44,6 +44,7 @@ OverlapSpec parse_overlap(const JsonNode& node) {
   o.dp_param_gather = object.boolean_or("dp_param_gather", o.dp_param_gather);
   o.cp_comm = object.boolean_or("cp_comm", o.cp_comm);
   o.ep_comm = object.boolean_or("ep_comm", o.ep_comm);
+  o.shared_expert = object.boolean_or("shared_expert", o.shared_expert);
   object.finish();
   return o;
 }

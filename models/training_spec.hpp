@@ -38,6 +38,7 @@ struct OverlapSpec {
   bool dp_param_gather = false;
   bool cp_comm = true;
   bool ep_comm = false;
+  bool shared_expert = false;  // Megatron-Core's moe_shared_expert_overlap
 };
 
 // Per-GPU memory beyond weights, gradients, optimizer state and activations

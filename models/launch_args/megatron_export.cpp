@@ -296,6 +296,7 @@ void add_training(const RunConfig& c, Options& out, std::vector<std::string>& no
   // TP overlap needs sequence parallelism in Megatron; at tp 1 there is no TP traffic to hide.
   if (t.overlap.tp_comm && c.layout.sequence_parallel) out.add("--tp-comm-overlap");
   if (t.overlap.ep_comm) out.add("--overlap-moe-expert-parallel-comm");
+  if (t.overlap.shared_expert) out.add("--moe-shared-expert-overlap");
   if (!t.overlap.cp_comm) notes.push_back("training.overlap.cp_comm false has no Megatron option");
   add_kernels(t, out, notes);
   if (const std::string why = megatron_unsupported(c); !why.empty()) notes.push_back(why);

@@ -161,7 +161,6 @@ const std::vector<std::string_view>& megatron_flags_not_modelled() {
       "--manual-gc-interval",
       "--moe-permute-fusion",
       "--moe-router-load-balancing-type",
-      "--moe-shared-expert-overlap",
       "--moe-token-drop-policy",
       "--moe-use-legacy-grouped-gemm",
       "--no-async-tensor-model-parallel-allreduce",

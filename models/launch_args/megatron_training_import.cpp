@@ -209,6 +209,16 @@ void read_overlap(MegatronArgs& args, const json& parallel, json& training) {
   overlap["dp_grad_reduce"] = args.enabled("--overlap-grad-reduce");
   overlap["dp_param_gather"] = args.enabled("--overlap-param-gather");
   overlap["ep_comm"] = args.enabled("--overlap-moe-expert-parallel-comm");
+  // Megatron reads the switch only for a model with shared experts, and refuses it with the
+  // all-gather dispatcher (transformer_config.py).
+  if (args.enabled("--moe-shared-expert-overlap") &&
+      args.has("--moe-shared-expert-intermediate-size")) {
+    if (parallel.value("moe_dispatcher", "") == "allgather") {
+      args.fail("--moe-shared-expert-overlap",
+                "needs --moe-token-dispatcher-type alltoall or flex (Megatron refuses it)");
+    }
+    overlap["shared_expert"] = true;
+  }
   if (overlap["dp_param_gather"] && !training["distributed_optimizer"].get<bool>()) {
     args.fail("--overlap-param-gather", "needs --use-distributed-optimizer (Megatron refuses it)");
   }

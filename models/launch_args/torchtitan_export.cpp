@@ -269,6 +269,9 @@ void add_parallelism(const RunConfig& c, Toml& out, std::vector<std::string>& no
   if (c.training.overlap.ep_comm) {
     notes.push_back("training.overlap.ep_comm has no TorchTitan field");
   }
+  if (c.training.overlap.shared_expert) {
+    notes.push_back("training.overlap.shared_expert has no TorchTitan field");
+  }
 }
 
 void add_recompute(const RunConfig& c, Toml& out, std::vector<std::string>& notes) {

@@ -202,6 +202,13 @@ double MoeOps::expert_elements() const {
 
 MoeForward MoeOps::forward_dispatch(const Deps& deps) {
   const double t = load_.tokens, routed = load_.sent_rows;
+  std::optional<OpIndex> shared;
+  if (shared_in_line()) {
+    shared_.column_forward("shared fc1", shared_fc1(), deps);
+    emit_.memory_bound("shared act fwd",
+                       (dims_.gated ? 6.0 : 4.0) * d(dims_.tokens()) * d(shared_fc2().k));
+    shared = shared_.row_forward("shared fc2", shared_fc2());
+  }
   emit_.gemm("router fwd", router(), deps);
   // Softmax/sigmoid, top-k, routing map and aux loss over the [T, E] logits (read, write fp32):
   // the router's kernels after its GEMM, 72 in all unfused and 31 with router fusion
@@ -218,12 +225,12 @@ MoeForward MoeOps::forward_dispatch(const Deps& deps) {
   // Permute: read each token, write one copy per chosen expert.
   const OpIndex permuted = emit_.memory_bound("permute fwd", (t + routed) * row_bytes());
   if (dropless && gather) emit_.sync_host_on_next();
-  return {dispatch("fwd", {permuted}), {}};
+  return {dispatch("fwd", {permuted}), {}, shared};
 }
 
 void MoeOps::forward_experts(MoeForward& state) {
   const EagerScope eager(emit_, !moe_.capacity_factor);
-  if (moe_.shared_ffn_hidden > 0) {
+  if (shared_beside()) {
     shared_.column_forward("shared fc1", shared_fc1());
     emit_.memory_bound("shared act fwd",
                        (dims_.gated ? 6.0 : 4.0) * d(dims_.tokens()) * d(shared_fc2().k));
@@ -237,7 +244,8 @@ void MoeOps::forward_experts(MoeForward& state) {
 OpIndex MoeOps::forward_finish(MoeForward& state) {
   const EagerScope eager(emit_, !moe_.capacity_factor);
   Deps after = state.combined;
-  if (moe_.shared_ffn_hidden > 0) after.push_back(shared_.row_forward("shared fc2", shared_fc2()));
+  if (shared_beside()) after.push_back(shared_.row_forward("shared fc2", shared_fc2()));
+  if (state.shared) after.push_back(*state.shared);
   return emit_.memory_bound("unpermute fwd", (load_.sent_rows + load_.tokens) * row_bytes(), after);
 }
 
@@ -252,13 +260,14 @@ MoeBackward MoeOps::backward_combine(const Deps& deps) {
   const double t = load_.tokens, routed = load_.sent_rows;
   const OpIndex unpermuted = emit_.memory_bound("unpermute bwd", (routed + t) * row_bytes(), deps);
   MoeBackward state;
+  state.output_grad = deps;
   state.combined = combine("bwd", {unpermuted});
   return state;
 }
 
 void MoeOps::backward_experts(MoeBackward& state, bool recompute_activation) {
   const EagerScope eager(emit_, !moe_.capacity_factor);
-  if (moe_.shared_ffn_hidden > 0) {
+  if (shared_beside()) {
     state.shared_fc2 = shared_.row_backward("shared fc2", shared_fc2()).wgrad;
   }
   if (recompute_activation) {
@@ -275,7 +284,12 @@ void MoeOps::backward_experts(MoeBackward& state, bool recompute_activation) {
   emit_.memory_bound("experts act bwd", (dims_.gated ? 10.0 : 6.0) * expert_elements());
   const OpIndex fc1_d = emit_.grouped_gemm("experts fc1 dgrad", gemms_.fc1_dgrad, grouped);
   state.fc1_wgrad = emit_.grouped_wgrad("experts fc1 wgrad", gemms_.fc1_wgrad, grouped);
-  state.returned = dispatch("bwd", {fc1_d});
+  // The experts' backward computes the weight gradient in the same autograd step as the data
+  // gradient (Transformer Engine's grouped linear, unless the W pass is deferred); the exchange
+  // is issued after it, and PyTorch's NCCL stream waits for what the compute stream was given.
+  Deps fc1_done{fc1_d};
+  if (!OpEmitter::is_deferred_placeholder(state.fc1_wgrad)) fc1_done.push_back(state.fc1_wgrad);
+  state.returned = dispatch("bwd", fc1_done);
 }
 
 OpIndex MoeOps::backward_finish(MoeBackward& state, std::vector<GradReady>& grads) {
@@ -284,11 +298,12 @@ OpIndex MoeOps::backward_finish(MoeBackward& state, std::vector<GradReady>& grad
   std::optional<LinearBackward> shared_fc1_bwd;
   std::optional<EagerScope> eager;
   eager.emplace(emit_, !moe_.capacity_factor);
-  if (shared) {
+  const auto shared_act_and_fc1 = [&] {
     emit_.memory_bound("shared act bwd",
                        (dims_.gated ? 10.0 : 6.0) * d(dims_.tokens()) * d(shared_fc2().k));
     shared_fc1_bwd = shared_.column_backward("shared fc1", shared_fc1());
-  }
+  };
+  if (shared_beside()) shared_act_and_fc1();
   const auto wgrad = [](const GemmShape& f) { return GemmShape{f.k, f.n, f.m, f.batch}; };
   const auto dgrad = [](const GemmShape& f) { return GemmShape{f.m, f.k, f.n, f.batch}; };
   const OpIndex permuted =
@@ -300,6 +315,10 @@ OpIndex MoeOps::backward_finish(MoeBackward& state, std::vector<GradReady>& grad
   // placeholder; the layer's input gradient then waits for the router's data gradient only.
   const OpIndex router_w = emit_.wgrad("router wgrad", wgrad(router()));
   const OpIndex router_last = OpEmitter::is_deferred_placeholder(router_w) ? router_d : router_w;
+  if (shared_in_line()) {
+    state.shared_fc2 = shared_.row_backward("shared fc2", shared_fc2(), state.output_grad).wgrad;
+    shared_act_and_fc1();
+  }
   if (shared) {
     grads.push_back({d(shared_fc2().n * shared_fc2().k), *state.shared_fc2});
     grads.push_back({d(shared_fc1().n * shared_fc1().k), shared_fc1_bwd->wgrad});

@@ -4,10 +4,17 @@
 //             once per chosen expert) → dispatch → [ETP all-gather] → grouped GEMM fc1 over the
 //             local experts → activation → grouped GEMM fc2 → [ETP reduce-scatter] → combine →
 //             unpermute (weights by the router probabilities, sums the k copies). Shared experts
-//             (a TP-parallel MLP of width shared_ffn_hidden) run on the compute stream while
-//             dispatch and combine are in flight, as Megatron launches them.
+//             (a TP-parallel MLP of width shared_ffn_hidden): by default on the compute stream
+//             before the router, in line with the rest (Megatron-Core without
+//             moe_shared_expert_overlap, its default: PyTorch's NCCL stream waits for the compute
+//             issued before each exchange and the compute after waits for the exchange, so
+//             nothing runs beside it); with the overlap
+//             (`training.overlap.shared_expert`, alltoall and flex dispatchers only) fc1 and its
+//             activation run while the dispatch is in flight and fc2 while the combine is.
 //   backward  the reverse: unpermute, combine (an all-to-all again), fc2 dgrad and wgrad,
-//             activation, fc1, dispatch, permute, router; shared experts beside the exchanges.
+//             activation, fc1, dispatch, permute, router, then the shared experts (autograd
+//             takes the nodes created last first); with the overlap, the shared experts' fc2
+//             beside the combine and fc1 beside the dispatch.
 //
 // T = this rank's tokens (b·s/cp, ÷ tp with sequence parallelism). Dispatchers (bytes as
 // nccl-tests' S, bf16):
@@ -43,6 +50,7 @@ struct MoeSetting {
   std::int64_t ep = 1, etp = 1;
   MoeDispatcher dispatcher = MoeDispatcher::kAllToAll;
   bool grouped_gemm = true;  // one grouped kernel per expert GEMM, else one kernel per expert
+  bool shared_expert_overlap = false;  // shared experts beside the dispatcher's exchanges
   GroupIndex ep_group = 0, etp_group = 0, tp_ep_group = 0;
   std::int64_t tp_ep_domains = 1;  // NVLink domains the ETP×EP group spans (flex)
 };
@@ -63,12 +71,14 @@ MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep);
 // What a layer's MoE forward / backward carries between its phases (the EP overlap runs another
 // micro-batch's phases in between).
 struct MoeForward {
-  Deps sent;      // the dispatched tokens
-  Deps combined;  // the expert outputs back home
+  Deps sent;                      // the dispatched tokens
+  Deps combined;                  // the expert outputs back home
+  std::optional<OpIndex> shared;  // the shared experts' output, computed before the router
 };
 struct MoeBackward {
-  Deps combined;  // the output gradients at the experts
-  Deps returned;  // the input gradients back home
+  Deps output_grad;  // the gradient of the layer's MoE output
+  Deps combined;     // the output gradients at the experts
+  Deps returned;     // the input gradients back home
   std::optional<OpIndex> shared_fc2;
   OpIndex fc2_wgrad = 0, fc1_wgrad = 0;
 };
@@ -114,6 +124,12 @@ class MoeOps {
   GemmShape router() const;
   GemmShape shared_fc1() const;
   GemmShape shared_fc2() const;
+  bool shared_in_line() const {
+    return moe_.shared_ffn_hidden > 0 && !setting_.shared_expert_overlap;
+  }
+  bool shared_beside() const {
+    return moe_.shared_ffn_hidden > 0 && setting_.shared_expert_overlap;
+  }
   double expert_elements() const;
   double row_bytes() const;
 

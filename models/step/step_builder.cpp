@@ -261,6 +261,7 @@ MoeSetting moe_setting(const StepInputs& in, GroupTable& table, std::int64_t ran
   moe.etp = layout.expert.etp;
   moe.dispatcher = layout.expert.dispatcher;
   moe.grouped_gemm = layout.expert.grouped_gemm;
+  moe.shared_expert_overlap = in.config.training.overlap.shared_expert;
   const bool alltoall = moe.dispatcher == MoeDispatcher::kAllToAll;
   if (alltoall) {
     moe.ep_group = table.index(in.ep.of(rank), GroupPurpose::kEp);

@@ -107,7 +107,8 @@ TEST_CASE("export then import is the identity on variants that use every exporte
         "parallel.tp=2", "parallel.sequence_parallel=true", "training.cuda_graphs=full_iteration"}},
       {"qwen3-30b-a3b-8gpu",
        {"model.moe.first_dense_layers=4", "model.moe.score_function=sigmoid",
-        "model.moe.shared_ffn_hidden=1536", "model.mtp_layers=1"}},
+        "model.moe.shared_ffn_hidden=1536", "model.mtp_layers=1",
+        "training.overlap.shared_expert=true"}},
       {"llama3-8b-8gpu",
        {"training.optimizer.precision_aware=true", "training.optimizer.main_params_dtype=fp16",
         "training.optimizer.exp_avg_dtype=bf16", "training.optimizer.exp_avg_sq_dtype=fp8",
@@ -139,6 +140,7 @@ TEST_CASE("export then import is the identity on variants that use every exporte
     CHECK(back.layout.cp.type == config.layout.cp.type);
     CHECK(back.layout.expert.grouped_gemm == config.layout.expert.grouped_gemm);
     CHECK(back.training.cuda_graphs == config.training.cuda_graphs);
+    CHECK(back.training.overlap.shared_expert == config.training.overlap.shared_expert);
     CHECK(back.parallel.order == config.parallel.order);
     CHECK(back.training.optimizer.precision_aware == config.training.optimizer.precision_aware);
     CHECK(back.training.optimizer.main_params == config.training.optimizer.main_params);

@@ -222,6 +222,27 @@ TEST_CASE("parallelism, recompute and kernel options map to their run config key
   CHECK(full.parallel.order[3] == Axis::pp);
 }
 
+TEST_CASE("the shared-expert overlap switch imports to training.overlap.shared_expert") {
+  // Megatron reads the switch only with shared experts and only with the alltoall or flex
+  // dispatcher (transformer_config.py refuses it with allgather).
+  const std::string moe = kSmall +
+                          "--num-experts 4 --expert-model-parallel-size 4 "
+                          "--moe-shared-expert-intermediate-size 512 ";
+  const MegatronImport imported =
+      import_text(moe + "--moe-token-dispatcher-type alltoall --moe-shared-expert-overlap");
+  const RunConfig config = load(imported);
+  CHECK(config.training.overlap.shared_expert);
+  CHECK_FALSE(warned(imported, "--moe-shared-expert-overlap"));
+  CHECK_FALSE(load(import_text(moe + "--moe-token-dispatcher-type alltoall"))
+                  .training.overlap.shared_expert);
+  CHECK_THROWS_WITH(import_text(moe + "--moe-shared-expert-overlap"),
+                    Contains("--moe-shared-expert-overlap") && Contains("alltoall or flex"));
+  // Without shared experts Megatron never reads it, and neither does the import.
+  CHECK_FALSE(load(import_text(kSmall + "--num-experts 4 --moe-token-dispatcher-type alltoall "
+                                        "--moe-shared-expert-overlap"))
+                  .training.overlap.shared_expert);
+}
+
 TEST_CASE("moe-layer-freq integers and list expressions map to layer_freq or first_dense_layers") {
   const std::string moe = kSmall + "--num-experts 4 ";
   CHECK(load(import_text(moe + "--moe-layer-freq 2")).model.moe->layer_freq == 2);

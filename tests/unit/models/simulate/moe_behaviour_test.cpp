@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +50,48 @@ RunSummary run(const json& document) {
 
 double exposed_ep(const RunSummary& s) {
   return s.time.exposed_comm_s[category_slot(OpCategory::kEp)];
+}
+
+SimulationResult simulate_doc(const json& document) {
+  const std::string root = WALLSIM_SOURCE_ROOT;
+  const RunConfig config = run_config_from_json(document, root + "/configs/examples/test.json");
+  const Profile profile = load_profile(root + "/calibration/profiles/h100-sxm.json");
+  return simulate(config, profile.gpu, profile.comm);
+}
+
+// On rank 0: the EP exchanges' total time, and whether any shared-expert kernel ran while one
+// was in flight.
+struct SharedBesideEp {
+  double ep_s = 0;
+  bool overlapped = false;
+};
+
+SharedBesideEp shared_beside_ep(const SimulationResult& result) {
+  const OpGraph& graph = result.program.graphs[0];
+  const auto& records = result.replay.ranks[0].ops;
+  std::vector<OpIndex> ep, shared;
+  for (OpIndex i = 0; i < graph.size(); ++i) {
+    const Op& op = graph.op(i);
+    if (op.kind == OpKind::kCollective && op.category == category_code(OpCategory::kEp)) {
+      ep.push_back(i);
+    }
+    if (op.stream == Streams::kCompute &&
+        std::string(graph.label(op.label)).find(" shared ") != std::string::npos) {
+      shared.push_back(i);
+    }
+  }
+  REQUIRE(!ep.empty());
+  REQUIRE(!shared.empty());
+  SharedBesideEp out;
+  for (OpIndex e : ep) {
+    out.ep_s += (records[e].end - records[e].start).seconds();
+    for (OpIndex k : shared) {
+      if (records[k].start < records[e].end && records[e].start < records[k].end) {
+        out.overlapped = true;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -158,4 +201,43 @@ TEST_CASE("DualPipeV's and DualPipe's paired passes hide the MoE all-to-alls",
     full["simulation"]["fidelity"] = "full";
     CHECK(run(full).iteration_time_s == Approx(paired.iteration_time_s).epsilon(0.01));
   }
+}
+
+TEST_CASE("shared experts run in line by default and beside the exchanges when overlapped",
+          "[models][simulate][moe]") {
+  // A shared expert of width 2816 on the EP-across-nodes layout. Megatron-Core's default
+  // (moe_shared_expert_overlap off) computes it on the compute stream before the router, and a
+  // dispatcher exchange has the stream to itself: no shared kernel runs during an all-to-all,
+  // and every all-to-all second is exposed. With the overlap the shared fc1 runs beside the
+  // dispatch and fc2 beside the combine (forward and backward), hiding part of them.
+  json doc = moe_config();
+  doc["model"]["moe"]["shared_ffn_hidden"] = 2816;
+  doc["parallel"]["order"] = "tp-cp-dp-ep-pp";
+  const SimulationResult in_line = simulate_doc(doc);
+  const SharedBesideEp a = shared_beside_ep(in_line);
+  CHECK_FALSE(a.overlapped);
+  // Exposed EP time also holds the host's issue gap after each dropless token-count sync.
+  CHECK(exposed_ep(in_line.summary) >= a.ep_s * (1 - 1e-12));
+  doc["training"]["overlap"] = {{"shared_expert", true}};
+  const SimulationResult beside = simulate_doc(doc);
+  const SharedBesideEp b = shared_beside_ep(beside);
+  CHECK(b.overlapped);
+  CHECK(exposed_ep(beside.summary) < exposed_ep(in_line.summary));
+  CHECK(beside.summary.iteration_time_s < in_line.summary.iteration_time_s);
+}
+
+TEST_CASE("the shared-expert overlap needs shared experts and an exchanging dispatcher",
+          "[models][simulate][moe]") {
+  // Megatron-Core refuses moe_shared_expert_overlap with the allgather dispatcher
+  // (transformer_config.py); without shared experts there is nothing to overlap.
+  const std::string root = WALLSIM_SOURCE_ROOT;
+  json doc = moe_config();
+  doc["training"]["overlap"] = {{"shared_expert", true}};
+  CHECK_THROWS_WITH(
+      run_config_from_json(doc, root + "/configs/examples/test.json"),
+      Catch::Contains("training.overlap.shared_expert") && Catch::Contains("no shared experts"));
+  doc["model"]["moe"]["shared_ffn_hidden"] = 2816;
+  doc["parallel"]["moe_dispatcher"] = "allgather";
+  CHECK_THROWS_WITH(run_config_from_json(doc, root + "/configs/examples/test.json"),
+                    Catch::Contains("alltoall or flex dispatcher"));
 }
