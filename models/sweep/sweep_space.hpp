@@ -54,7 +54,9 @@ struct SweepPoint {
   std::int64_t micro_batch = 1;
   Recompute recompute = Recompute::none;
   bool distributed_optimizer = true;
-  bool overlap = true;  // training.overlap.{tp_comm, dp_grad_reduce, dp_param_gather}
+  // training.overlap.{tp_comm, dp_grad_reduce, dp_param_gather}, and shared_expert for a model
+  // with shared experts unless the dispatcher is allgather (Megatron-Core cannot overlap it there)
+  bool overlap = true;
   // parallel.data_sharding; nullopt: what distributed_optimizer implies. When set,
   // distributed_optimizer follows it.
   std::optional<DataSharding> sharding;

@@ -129,6 +129,39 @@ TEST_CASE("a point's config is the base with the point's layout written in", "[s
         CudaGraphs::kPerLayer);
 }
 
+TEST_CASE("the overlap knob overlaps shared experts where Megatron-Core can", "[sweep]") {
+  // DeepSeek-V3's shape has a shared expert; Megatron-Core overlaps it with the alltoall and
+  // flex dispatchers only, so an allgather point keeps it in line (and is not refused).
+  const SweepBase base = load_sweep_base(
+      std::string(WALLSIM_SOURCE_ROOT) + "/configs/examples/deepseek-v3-256gpu-gb200-nvl72.json",
+      {}, 256);
+  SweepPoint p{1,
+               false,
+               1,
+               4,
+               4,
+               "",
+               64,
+               1,
+               MoeDispatcher::kAllToAll,
+               1,
+               Recompute::full,
+               true,
+               true,
+               std::nullopt,
+               std::nullopt,
+               std::nullopt};
+  CHECK(point_run_config(base, p).training.overlap.shared_expert);
+  p.dispatcher = MoeDispatcher::kAllGather;
+  CHECK_FALSE(point_run_config(base, p).training.overlap.shared_expert);
+  p.dispatcher = MoeDispatcher::kAllToAll;
+  p.overlap = false;
+  CHECK_FALSE(point_run_config(base, p).training.overlap.shared_expert);
+  // Without shared experts the key is left alone (the base's, here false).
+  const SweepBase dense = load_sweep_base(kConfig, {}, 8);
+  CHECK_FALSE(point_config(dense, p).at("training").at("overlap").contains("shared_expert"));
+}
+
 TEST_CASE("layout prunes are keyed by the rule that failed", "[sweep]") {
   const SweepBase base = load_sweep_base(kConfig, {}, 12);  // 12 GPUs: tp = 3 divides them
   SweepSpace space;
