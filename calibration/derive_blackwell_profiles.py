@@ -354,7 +354,7 @@ def gpu_sources(key, gpu, h100_sources):
     return sources
 
 
-def comm_section(h100_comm):
+def comm_section(h100_comm, key):
     sources = {
         "nvlink_efficiency": "NCCL v2.30.7-1 src/graph/topo.h SM100_NVLINK_BW 40.1 GB/s per link against the 50 GB/s NVLink 5 line rate (18 links: 721.8 of 900 GB/s) [C] (docs/reference/hardware.md §1.2). Check: 8x B200 ring all-reduce measured 682.2 GB/s busbw (hardware.md §3.2), 5.8% below the 721.8 this gives",
         "pcie_efficiency": "NCCL src/graph/topo.cc models PCIe Gen5 and Gen6 at 75% of line rate (Gen5 x16 48 of 64 GB/s; Gen6 x16 96 of 128) [C] (hardware.md §4.4)",
@@ -367,7 +367,13 @@ def comm_section(h100_comm):
         "ring_plateau_factor": "NCCL tuning.cc: multi-node ring Simple all-reduce latency x1.4 (sm80 and later)",
         "ring_channels": "[U] as h100-sxm (24); it enters only the chunk-size test of the multi-node ring plateau, and no Blackwell NCCL log with the ring channel count was found",
     }
-    return {
+    rack = key.startswith("gb")
+    if rack:
+        sources["nvls_max_bus_GBps"] = (
+            "fitted to the measured all-reduce over all 72 GPUs of one GB200 NVL72 rack (docs/reference/blackwell.md §6: CoreWeave nccl-tests PR #43, busbw 834.57 / 846.82 GB/s at 8 GiB and 839.16 / 835.32 at 4 GiB, out of place / in place; mean 839.0): the whole rack reaches no more busbw than 8 GPUs do (838.0 on 8 B200), so NVLS busbw is held at 839.0 whatever the group; the in-switch model without it gives 1045.8 at 72 ranks"
+            + ("" if key == "gb200" else ". [U] GB300 takes GB200's: the same NVLink 5 switch trays; no GB300 whole-rack measurement was found")
+        )
+    section = {
         "sources": sources,
         "nvlink_efficiency": 0.802,
         "pcie_efficiency": 0.75,
@@ -385,6 +391,9 @@ def comm_section(h100_comm):
         "ring_plateau_factor": 1.4,
         "ring_channels": 24,
     }
+    if rack:
+        section["nvls_max_bus_GBps"] = 839.0
+    return section
 
 
 def host_section(h100_host, key):
@@ -428,7 +437,7 @@ def profile(key, gpu, h100):
             "sources": gpu_sources(key, gpu, h100_gpu["sources"]),
         },
         "host": host_section(h100["host"], key),
-        "comm": comm_section(h100["comm"]),
+        "comm": comm_section(h100["comm"], key),
     }
 
 

@@ -69,6 +69,9 @@ CommProfile parse_comm_profile(const JsonNode& node) {
   profile.pcie_efficiency = object.number("pcie_efficiency", 0.01, 1.0);
   profile.network_efficiency = object.number("network_efficiency", 0.01, 1.0);
   profile.nvls_efficiency = object.number("nvls_efficiency", 0.01, 1.0);
+  if (auto cap = object.find("nvls_max_bus_GBps")) {
+    profile.nvls_max_bus_GBps = cap->as_positive_number();
+  }
   {
     JsonObject efficiency(object.at("protocol_efficiency"));
     profile.ring_protocol_efficiency = read_protocol_efficiency(efficiency, "ring");

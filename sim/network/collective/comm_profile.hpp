@@ -33,6 +33,9 @@ struct CommProfile {
   double network_efficiency = 1;  // NIC, leaf, spine and core links
   // NVLink SHARP: fraction of the ideal in-switch all-reduce rate reached.
   double nvls_efficiency = 1;
+  // NVLink SHARP all-reduce busbw ceiling in GB/s, whatever the group size; 0: none. A whole
+  // NVL72 rack reaches no more busbw than 8 GPUs do (docs/reference/blackwell.md §6).
+  double nvls_max_bus_GBps = 0;
   // Payload per wire byte for each protocol (LL carries 8 data bytes per 16-byte line).
   PerProtocol ring_protocol_efficiency{0.5, 0.92, 1.0};
   PerProtocol tree_protocol_efficiency{0.5, 0.92, 0.92};

@@ -1,5 +1,7 @@
 #include "sim/network/collective/plan_builders.hpp"
 
+#include <algorithm>
+
 namespace wallsim {
 namespace {
 
@@ -106,18 +108,26 @@ std::vector<Phase> build_tree(const BuildInput& input) {
 // NVLS all-reduce: each GPU reduce-loads its S/n shard through the switch (the switch pulls
 // S/n from every GPU: S of egress per GPU, S/n of ingress) and multicast-stores the result
 // (S/n of egress, S of ingress). Per GPU link and direction: S (1 + 1/n), divided by the
-// measured efficiency of the in-switch path.
-std::vector<Phase> build_nvls(const BuildInput& input, double nvls_efficiency) {
+// measured efficiency of the in-switch path. With a busbw ceiling C the step takes at least
+// S·2(n-1)/n / C: a link of effective capacity B then carries at least S·2(n-1)/n·B/C.
+std::vector<Phase> build_nvls(const BuildInput& input, const CommProfile& profile) {
   const auto ranks = flatten(input.layout);
   const double n = static_cast<double>(ranks.size());
-  const double bytes = input.bytes * (1 + 1 / n) / nvls_efficiency;
+  const double bytes = input.bytes * (1 + 1 / n) / profile.nvls_efficiency;
+  const double bus_bytes = input.bytes * 2 * (n - 1) / n;
+  const auto carried = [&](LinkId link) {
+    if (profile.nvls_max_bus_GBps <= 0) return bytes;
+    const double capacity = profile.effective_capacity_Bps(input.topology.link(link).tier,
+                                                           input.topology.link(link).capacity_Bps);
+    return std::max(bytes, bus_bytes * capacity / (profile.nvls_max_bus_GBps * 1e9));
+  };
   Phase phase;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const int other = ranks[(i + 1) % ranks.size()];
     const Route out = input.topology.nvlink_route(ranks[i], other);
     const Route in = input.topology.nvlink_route(other, ranks[i]);
-    phase.transfers.push_back(Transfer{{out.front()}, bytes});
-    phase.transfers.push_back(Transfer{{in.back()}, bytes});
+    phase.transfers.push_back(Transfer{{out.front()}, carried(out.front())});
+    phase.transfers.push_back(Transfer{{in.back()}, carried(in.back())});
   }
   return {phase};
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/network/collective/collective_plan.hpp"
+#include "sim/network/collective/comm_profile.hpp"
 
 namespace wallsim {
 
@@ -24,8 +25,9 @@ struct BuildInput {
 std::vector<Phase> build_ring(const BuildInput& input);
 // Tree all-reduce: a chain inside each NVLink domain and a double binary tree across domains.
 std::vector<Phase> build_tree(const BuildInput& input);
-// NVLink SHARP all-reduce inside one NVSwitch domain; `nvls_efficiency` from the profile.
-std::vector<Phase> build_nvls(const BuildInput& input, double nvls_efficiency);
+// NVLink SHARP all-reduce inside one NVSwitch domain; `nvls_efficiency`, `nvls_max_bus_GBps`
+// and the NVLink efficiency from the profile.
+std::vector<Phase> build_nvls(const BuildInput& input, const CommProfile& profile);
 // All-to-all as concurrent pairwise send/recv of S/n to every peer.
 std::vector<Phase> build_pairwise(const BuildInput& input);
 // Send/recv: rank i sends S to rank i+1 (cyclically), as nccl-tests' sendrecv does.

@@ -128,7 +128,7 @@ CollectivePlan build_plan(const Topology& topology, const CommProfile& profile,
       plan.phases = build_tree(input);
       break;
     case Algorithm::kNvls:
-      plan.phases = build_nvls(input, profile.nvls_efficiency);
+      plan.phases = build_nvls(input, profile);
       break;
     case Algorithm::kPairwise:
       plan.phases = build_pairwise(input);

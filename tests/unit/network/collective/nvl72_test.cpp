@@ -75,16 +75,24 @@ TEST_CASE("an all-to-all over the 72 GPUs of a rack runs at the NVLink rate of o
 TEST_CASE("an all-reduce over a whole rack takes NVLink SHARP across all 72 GPUs",
           "[collective][nvl72]") {
   // NVLS: each GPU link carries S·(1 + 1/n) each way at nvls_efficiency (0.746) of the NVLink
-  // rate, so busbw = 721.8 · 0.746 · 2(n−1)/(n+1) = 1047.4 GB/s at n = 72 (gb200.json sources).
+  // rate, so busbw = 721.8 · 0.746 · 2(n−1)/(n+1): 838.0 GB/s at n = 8, the measured 8x B200
+  // figure the efficiency was fitted to, and 1047.4 at n = 72. The rack profile holds NVLS
+  // busbw at nvls_max_bus_GBps = 839.0 (the measured whole rack, gb200.json sources), so the
+  // 72-rank all-reduce runs at the ceiling and the 8-rank one below it, unchanged.
   const test::PlanFixture f("gb200-nvl72", 72);
   const CollectivePlan plan = f.plan(CollectiveOp::kAllReduce, ranks_from(0, 72), 8 * kGiB);
   CHECK(plan.algorithm == Algorithm::kNvls);
   CHECK(nvlink_only(f.topology, plan));
-  const double expected = kNvlinkEffectiveGBps * 0.746 * 2.0 * 71 / 73;
-  CHECK(busbw_GBps(f, plan) == Approx(expected).epsilon(0.01));
-  // The same formula at n = 8 is the measured 8x B200 figure the efficiency was fitted to.
+  CHECK(busbw_GBps(f, plan) == Approx(839.0).epsilon(0.01));
   const CollectivePlan eight = f.plan(CollectiveOp::kAllReduce, ranks_from(0, 8), 8 * kGiB);
+  CHECK(busbw_GBps(f, eight) == Approx(kNvlinkEffectiveGBps * 0.746 * 2.0 * 7 / 9).epsilon(0.01));
   CHECK(busbw_GBps(f, eight) == Approx(838.0).epsilon(0.01));
+  // Without the ceiling (a profile that states none) the in-switch model alone.
+  test::PlanFixture uncapped("gb200-nvl72", 72);
+  uncapped.comm.nvls_max_bus_GBps = 0;
+  const CollectivePlan free = uncapped.plan(CollectiveOp::kAllReduce, ranks_from(0, 72), 8 * kGiB);
+  CHECK(busbw_GBps(uncapped, free) ==
+        Approx(kNvlinkEffectiveGBps * 0.746 * 2.0 * 71 / 73).epsilon(0.01));
 }
 
 TEST_CASE("an expert group of 64 inside a rack stays off the NICs, one across racks does not",
