@@ -323,7 +323,7 @@ Layout make_layout(const ModelSpec& model, const ParallelSpec& parallel,
       throw InputError(where, "training.overlap.shared_expert", "true",
                        "the model has no shared experts (model.moe.shared_ffn_hidden)");
     }
-    if (layout.expert.dispatcher == MoeDispatcher::kAllGather) {
+    if (!overlaps_shared_experts(layout.expert.dispatcher)) {
       throw InputError(where, "training.overlap.shared_expert", "true",
                        "Megatron-Core overlaps the shared experts only with the alltoall or "
                        "flex dispatcher; parallel.moe_dispatcher is \"allgather\"");

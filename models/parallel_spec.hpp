@@ -38,6 +38,11 @@ enum class MoeDispatcher { kAllToAll, kAllGather, kFlex };
 const char* to_string(MoeDispatcher dispatcher);  // "alltoall", "allgather", "flex"
 // The inverse of to_string; nullopt for any other spelling.
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name);
+// Whether Megatron-Core can run the shared experts beside this dispatcher's exchanges
+// (moe_shared_expert_overlap: alltoall and flex, not allgather; transformer_config.py).
+inline bool overlaps_shared_experts(MoeDispatcher dispatcher) {
+  return dispatcher != MoeDispatcher::kAllGather;
+}
 
 // The CP attention exchange (docs/reference/mechanics.md §3.2): the p2p ring of KV blocks, one
 // all-gather of KV, Ulysses all-to-alls, or all-to-alls inside groups of `a2a` ranks with a ring

@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "models/parallel_spec.hpp"
 #include "models/training_spec.hpp"
 
 namespace wallsim::models {
@@ -213,7 +214,8 @@ void read_overlap(MegatronArgs& args, const json& parallel, json& training) {
   // all-gather dispatcher (transformer_config.py).
   if (args.enabled("--moe-shared-expert-overlap") &&
       args.has("--moe-shared-expert-intermediate-size")) {
-    if (parallel.value("moe_dispatcher", "") == "allgather") {
+    const auto dispatcher = parse_moe_dispatcher(parallel.value("moe_dispatcher", ""));
+    if (dispatcher && !overlaps_shared_experts(*dispatcher)) {
       args.fail("--moe-shared-expert-overlap",
                 "needs --moe-token-dispatcher-type alltoall or flex (Megatron refuses it)");
     }

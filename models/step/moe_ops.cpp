@@ -196,6 +196,12 @@ GemmShape MoeOps::shared_fc2() const {
   return {dims_.tokens(), dims_.hidden, moe_.shared_ffn_hidden / dims_.tp};
 }
 
+void MoeOps::shared_fc1_forward(const Deps& deps) {
+  shared_.column_forward("shared fc1", shared_fc1(), deps);
+  emit_.memory_bound("shared act fwd",
+                     (dims_.gated ? 6.0 : 4.0) * d(dims_.tokens()) * d(shared_fc2().k));
+}
+
 double MoeOps::expert_elements() const {
   return expert_rows_ * d(local_experts_) * d(fc2_k());
 }
@@ -204,9 +210,7 @@ MoeForward MoeOps::forward_dispatch(const Deps& deps) {
   const double t = load_.tokens, routed = load_.sent_rows;
   std::optional<OpIndex> shared;
   if (shared_in_line()) {
-    shared_.column_forward("shared fc1", shared_fc1(), deps);
-    emit_.memory_bound("shared act fwd",
-                       (dims_.gated ? 6.0 : 4.0) * d(dims_.tokens()) * d(shared_fc2().k));
+    shared_fc1_forward(deps);
     shared = shared_.row_forward("shared fc2", shared_fc2());
   }
   emit_.gemm("router fwd", router(), deps);
@@ -230,11 +234,7 @@ MoeForward MoeOps::forward_dispatch(const Deps& deps) {
 
 void MoeOps::forward_experts(MoeForward& state) {
   const EagerScope eager(emit_, !moe_.capacity_factor);
-  if (shared_beside()) {
-    shared_.column_forward("shared fc1", shared_fc1());
-    emit_.memory_bound("shared act fwd",
-                       (dims_.gated ? 6.0 : 4.0) * d(dims_.tokens()) * d(shared_fc2().k));
-  }
+  if (shared_beside()) shared_fc1_forward({});
   emit_.grouped_gemm("experts fc1 fwd", gemms_.fc1, setting_.grouped_gemm, state.sent);
   emit_.memory_bound("experts act fwd", (dims_.gated ? 6.0 : 4.0) * expert_elements());
   const OpIndex fc2 = emit_.grouped_gemm("experts fc2 fwd", gemms_.fc2, setting_.grouped_gemm);

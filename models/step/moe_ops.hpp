@@ -124,6 +124,8 @@ class MoeOps {
   GemmShape router() const;
   GemmShape shared_fc1() const;
   GemmShape shared_fc2() const;
+  // The shared experts' fc1 and its activation (forward).
+  void shared_fc1_forward(const Deps& deps);
   bool shared_in_line() const {
     return moe_.shared_ffn_hidden > 0 && !setting_.shared_expert_overlap;
   }

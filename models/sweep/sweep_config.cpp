@@ -60,11 +60,11 @@ std::vector<std::string> point_overrides(const SweepBase& base, const SweepPoint
   for (const char* key : {"tp_comm", "dp_grad_reduce", "dp_param_gather"}) {
     o.push_back(std::string("training.overlap.") + key + "=" + flag(p.overlap));
   }
-  // Shared experts beside the exchanges where Megatron-Core allows it (alltoall and flex).
+  // Shared experts beside the exchanges where Megatron-Core allows it.
   const auto& moe = base.parsed.model.moe;
   if (moe && moe->shared_ffn_hidden > 0) {
     o.push_back("training.overlap.shared_expert=" +
-                flag(p.overlap && p.dispatcher != MoeDispatcher::kAllGather));
+                flag(p.overlap && overlaps_shared_experts(p.dispatcher)));
   }
   if (p.offload == SweepOffload::kNone) {
     o.push_back("training.offload=null");

@@ -41,22 +41,19 @@ json moe_config() {
           {"simulation", {{"fidelity", "symmetric"}, {"network", "flow"}}}};
 }
 
-RunSummary run(const json& document) {
-  const std::string root = WALLSIM_SOURCE_ROOT;
-  const RunConfig config = run_config_from_json(document, root + "/configs/examples/test.json");
-  const Profile profile = load_profile(root + "/calibration/profiles/h100-sxm.json");
-  return simulate(config, profile.gpu, profile.comm).summary;
-}
-
-double exposed_ep(const RunSummary& s) {
-  return s.time.exposed_comm_s[category_slot(OpCategory::kEp)];
-}
-
 SimulationResult simulate_doc(const json& document) {
   const std::string root = WALLSIM_SOURCE_ROOT;
   const RunConfig config = run_config_from_json(document, root + "/configs/examples/test.json");
   const Profile profile = load_profile(root + "/calibration/profiles/h100-sxm.json");
   return simulate(config, profile.gpu, profile.comm);
+}
+
+RunSummary run(const json& document) {
+  return simulate_doc(document).summary;
+}
+
+double exposed_ep(const RunSummary& s) {
+  return s.time.exposed_comm_s[category_slot(OpCategory::kEp)];
 }
 
 // On rank 0: the EP exchanges' total time, and whether any shared-expert kernel ran while one
