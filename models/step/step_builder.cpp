@@ -1,8 +1,10 @@
 // build_step: which ranks are simulated, the replay groups they use, and each rank's program
 // (pipeline schedule with its layers, TP, PP and DP communication, optimizer step).
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "models/activation_memory.hpp"
 #include "models/expert_groups.hpp"
@@ -392,12 +394,15 @@ double rank_model_flops(const RunConfig& c, std::int64_t stage) {
   return flops / static_cast<double>(tp);
 }
 
+// `room`: the ops and edges to reserve (a size hint; the graph grows past it when needed).
 OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
-                   PayloadTable& payloads, GroupTable& groups) {
+                   PayloadTable& payloads, GroupTable& groups,
+                   std::pair<std::size_t, std::size_t> room) {
   const RunConfig& c = in.config;
   const std::int64_t stage = in.ranks.coordinates(rank).pp;
   const StageMemory& memory = in.memory.stages[static_cast<std::size_t>(stage)];
   OpGraph graph;
+  graph.reserve(room.first, room.second);
   graph.static_bytes =
       memory.weights + memory.grads + memory.optimizer + memory.buffers + memory.wgrad_placeholders;
   OpEmitter emit(graph, timer, payloads, c.training.precision, c.training.quantization);
@@ -417,6 +422,7 @@ OpGraph build_rank(const StepInputs& in, std::int64_t rank, KernelTimer& timer,
   pipeline.emit_schedule();
   data_parallel.finish_step(c.model.is_moe() ? unit_parameters(chunk_units(layers, c.layout, stage))
                                              : stage_parameters(c.model, c.layout, stage).total());
+  graph.release_spare_room();
   return graph;
 }
 
@@ -575,13 +581,19 @@ StepProgram build_step(const RunConfig& config, const GpuModel& gpu, Fidelity fi
   // Ranks of one class run one program on different groups and peers: the first rank of each
   // class is built, the others share its graph under their own names (OpGraph::rebound).
   std::map<std::int64_t, StageTemplate> templates;
+  // Programs of one run differ little in size (stages hold a layer more or less, the first and
+  // last the embedding and the output layer), so each is built into room for half as much
+  // again as the largest built before it: the ops are not moved as the vectors grow.
+  std::pair<std::size_t, std::size_t> room{0, 0};
   for (std::int64_t rank : program.global_rank) {
     const std::int64_t stage = ranks.coordinates(rank).pp;
     const std::int64_t program_id = program_class(config.layout, ranks.coordinates(rank));
     auto found = templates.find(program_id);
     if (found == templates.end()) {
-      StageTemplate t{rank, build_rank(in, rank, timer, payloads, groups), 0};
+      StageTemplate t{rank, build_rank(in, rank, timer, payloads, groups, room), 0};
       t.hardware_flops = graph_flops(t.graph);
+      room.first = std::max(room.first, t.graph.size() + t.graph.size() / 2);
+      room.second = std::max(room.second, t.graph.edge_count() + t.graph.edge_count() / 2);
       found = templates.emplace(program_id, std::move(t)).first;
       program.graphs.push_back(found->second.graph.rebound({}));
     } else {

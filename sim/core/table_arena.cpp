@@ -1,5 +1,6 @@
 #include "sim/core/table_arena.hpp"
 
+#include <cstddef>
 #include <cstdint>
 
 #if defined(__linux__)
@@ -9,7 +10,7 @@
 namespace wallsim {
 namespace {
 
-constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+constexpr std::size_t kSmallPageBytes = 4096;
 
 std::size_t round_up(std::size_t bytes, std::size_t unit) {
   return (bytes + unit - 1) / unit * unit;
@@ -17,37 +18,60 @@ std::size_t round_up(std::size_t bytes, std::size_t unit) {
 
 }  // namespace
 
-TableArena::TableArena(std::size_t bytes) {
+void* map_huge_pages(std::size_t bytes) {
 #if defined(__linux__)
   // Map one huge page more than needed and unmap the unaligned head and tail, so that the
-  // arena starts on a 2 MiB boundary and every huge page of it lies inside the mapping.
-  size_ = round_up(bytes == 0 ? 1 : bytes, kHugePageBytes);
-  const std::size_t reserved = size_ + kHugePageBytes;
+  // block starts on a 2 MiB boundary. Its whole 2 MiB ranges get huge pages; a last partial
+  // one stays on small pages, so the block holds no more memory than it is asked for.
+  const std::size_t size = round_up(bytes == 0 ? 1 : bytes, kSmallPageBytes);
+  const std::size_t reserved = size + kHugePageBytes;
   void* block = mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (block == MAP_FAILED) throw std::bad_alloc();
   const auto start = reinterpret_cast<std::uintptr_t>(block);
   const std::uintptr_t aligned = round_up(start, kHugePageBytes);
   if (aligned > start) munmap(block, aligned - start);
-  const std::size_t tail = start + reserved - (aligned + size_);
-  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + size_), tail);
-  base_ = reinterpret_cast<std::byte*>(aligned);
-  mapped_ = size_;
-  // Advice only: a kernel without THP leaves the arena on small pages.
-  madvise(base_, size_, MADV_HUGEPAGE);
+  const std::size_t tail = start + reserved - (aligned + size);
+  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + size), tail);
+  // Advice only: a kernel without THP leaves the block on small pages.
+  madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);
+  return reinterpret_cast<void*>(aligned);
 #else
-  size_ = bytes;
-  base_ = static_cast<std::byte*>(::operator new(size_ == 0 ? 1 : size_));
+  return ::operator new(bytes == 0 ? 1 : bytes);
 #endif
 }
 
-TableArena::~TableArena() {
+void unmap_huge_pages(void* block, std::size_t bytes) noexcept {
 #if defined(__linux__)
-  if (mapped_ > 0) {
-    munmap(base_, mapped_);
-    return;
-  }
+  munmap(block, round_up(bytes == 0 ? 1 : bytes, kSmallPageBytes));
+#else
+  (void)bytes;
+  ::operator delete(block);
 #endif
-  ::operator delete(base_);
+}
+
+void release_unused(void* block, std::size_t used, std::size_t bytes) noexcept {
+#if defined(__linux__)
+  const std::size_t from = round_up(used, kSmallPageBytes);
+  const std::size_t to = round_up(bytes == 0 ? 1 : bytes, kSmallPageBytes);
+  if (from < to) madvise(static_cast<std::byte*>(block) + from, to - from, MADV_DONTNEED);
+#else
+  (void)block;
+  (void)used;
+  (void)bytes;
+#endif
+}
+
+std::size_t huge_page_rounded(std::size_t bytes) {
+  return round_up(bytes == 0 ? 1 : bytes, kHugePageBytes);
+}
+
+TableArena::TableArena(std::size_t bytes) {
+  size_ = huge_page_rounded(bytes);
+  base_ = static_cast<std::byte*>(map_huge_pages(size_));
+}
+
+TableArena::~TableArena() {
+  unmap_huge_pages(base_, size_);
 }
 
 void* TableArena::take(std::size_t bytes, std::size_t align) {

@@ -21,8 +21,25 @@
 #include <memory>
 #include <new>
 #include <type_traits>
+#include <vector>
 
 namespace wallsim {
+
+inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+
+// `bytes` rounded up to whole huge pages (at least one).
+std::size_t huge_page_rounded(std::size_t bytes);
+// A block of `bytes` on a 2 MiB boundary, marked for transparent huge pages (on Linux; elsewhere
+// plain operator new): its whole 2 MiB ranges fault in as one page each, a last partial range
+// page by page (4 KiB). std::bad_alloc when the system has no room.
+void* map_huge_pages(std::size_t bytes);
+// Releases a block of map_huge_pages(bytes) to the system at once.
+void unmap_huge_pages(void* block, std::size_t bytes) noexcept;
+// Gives the system back the memory of bytes [used, bytes) of a block of map_huge_pages(bytes)
+// (the whole 4 KiB pages among them; a huge page they cut is split), which then read as zeros:
+// room a container reserved and did not fill, or the rest of the huge page its last entries
+// touched.
+void release_unused(void* block, std::size_t used, std::size_t bytes) noexcept;
 
 class TableArena {
  public:
@@ -43,7 +60,6 @@ class TableArena {
   std::byte* base_ = nullptr;
   std::size_t size_ = 0;
   std::atomic<std::size_t> used_ = 0;
-  std::size_t mapped_ = 0;  // bytes mapped from base_ (0: base_ came from operator new)
 };
 
 template <typename T>
@@ -82,6 +98,44 @@ class ArenaAllocator {
 
  private:
   std::shared_ptr<TableArena> arena_;
+};
+
+// HugePageAllocator<T> puts a large std::vector on huge pages of its own (map_huge_pages), so
+// that filling it faults once per 2 MiB rather than once per 4 KiB, and its memory goes back to
+// the system when it is freed; blocks under one huge page come from the heap as usual.
+template <typename T>
+class HugePageAllocator {
+ public:
+  using value_type = T;
+
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) noexcept {}
+
+  T* allocate(std::size_t n) {
+    if (n > std::size_t(-1) / sizeof(T)) throw std::bad_array_new_length();
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < kHugePageBytes) return static_cast<T*>(::operator new(bytes));
+    return static_cast<T*>(map_huge_pages(bytes));
+  }
+  void deallocate(T* block, std::size_t n) noexcept {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < kHugePageBytes) return ::operator delete(block);
+    unmap_huge_pages(block, bytes);
+  }
+
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const noexcept {
+    return true;
+  }
+
+  // Returns the memory of a vector's unfilled capacity to the system (see release_unused); the
+  // vector stays as it is.
+  static void release_spare(std::vector<T, HugePageAllocator>& vector) noexcept {
+    const std::size_t bytes = vector.capacity() * sizeof(T);
+    if (bytes < kHugePageBytes) return;
+    release_unused(vector.data(), vector.size() * sizeof(T), bytes);
+  }
 };
 
 }  // namespace wallsim

@@ -6,14 +6,21 @@
 #include <string>
 #include <unordered_map>
 
+#include "sim/core/table_arena.hpp"
+
 namespace wallsim {
 namespace {
+
+// The per-op tables of a large graph (millions of ops at pipeline depth 64 with hundreds of
+// micro-batches) on huge pages: written once, front to back.
+template <typename T>
+using OpTable = std::vector<T, HugePageAllocator<T>>;
 
 // Counting sort of `edges` by one endpoint into CSR form: offsets (size n + 1) and the other
 // endpoints. Stable, so each op's list keeps the order its edges were added in.
 template <typename Key, typename Value>
-void build_csr(const std::vector<std::pair<OpIndex, OpIndex>>& edges, std::size_t n, Key key,
-               Value value, std::vector<std::uint32_t>& begin, std::vector<OpIndex>& out) {
+void build_csr(const OpTable<std::pair<OpIndex, OpIndex>>& edges, std::size_t n, Key key,
+               Value value, OpTable<std::uint32_t>& begin, OpTable<OpIndex>& out) {
   begin.assign(n + 1, 0);
   for (const auto& e : edges) ++begin[key(e) + 1];
   for (std::size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
@@ -25,8 +32,8 @@ void build_csr(const std::vector<std::pair<OpIndex, OpIndex>>& edges, std::size_
 }  // namespace
 
 struct OpGraph::Body {
-  std::vector<Op> ops;
-  std::vector<std::pair<OpIndex, OpIndex>> edges;  // (before, after) in the order added
+  OpTable<Op> ops;
+  OpTable<std::pair<OpIndex, OpIndex>> edges;  // (before, after) in the order added
   std::deque<std::string> labels;  // a deque: the names do not move, so views into them last
   std::unordered_map<std::string_view, std::uint32_t> label_index;  // name -> index in labels
   std::vector<std::uint32_t> label_families;                        // per label: its family
@@ -34,12 +41,12 @@ struct OpGraph::Body {
 
   // Derived on first use after a change (see `index`).
   struct Index {
-    std::vector<std::uint32_t> dependency_begin, dependent_begin;
-    std::vector<OpIndex> dependencies, dependents;
+    OpTable<std::uint32_t> dependency_begin, dependent_begin;
+    OpTable<OpIndex> dependencies, dependents;
     std::vector<std::vector<OpIndex>> stream_ops;
-    std::vector<std::uint32_t> comm_position;  // per op; 0 for compute ops
+    OpTable<std::uint32_t> comm_position;  // per op; 0 for compute ops
     std::uint32_t comm_count = 0;
-    std::vector<Time> host_issued;  // per op: host_cost summed over ops 0..i
+    OpTable<Time> host_issued;  // per op: host_cost summed over ops 0..i
     std::vector<OpIndex> host_syncs;
   };
   mutable std::unique_ptr<Index> cached;
@@ -127,6 +134,21 @@ void OpGraph::add_dependency(OpIndex before, OpIndex after) {
                                 std::to_string(after) + " does not point to a later op");
   }
   mutable_body("add_dependency").edges.emplace_back(before, after);
+}
+
+void OpGraph::reserve(std::size_t ops, std::size_t edges) {
+  Body& body = mutable_body("reserve");
+  body.ops.reserve(ops);
+  body.edges.reserve(edges);
+}
+
+void OpGraph::release_spare_room() {
+  HugePageAllocator<Op>::release_spare(body_->ops);
+  HugePageAllocator<std::pair<OpIndex, OpIndex>>::release_spare(body_->edges);
+}
+
+std::size_t OpGraph::edge_count() const {
+  return body_->edges.size();
 }
 
 OpGraph OpGraph::rebound(const OpBinding& binding) const {

@@ -52,6 +52,15 @@ class OpGraph {
   OpIndex add(Op op, std::initializer_list<OpIndex> dependencies);
   // Adds an edge before -> after (before < after).
   void add_dependency(OpIndex before, OpIndex after);
+  // Room for `ops` ops and `edges` dependencies without moving the ones already added (a
+  // builder that knows the size of what it is about to add saves the copies and page faults of
+  // growing by doubling). Reserved room that is never filled is never touched, so it costs
+  // address space, not resident memory.
+  void reserve(std::size_t ops, std::size_t edges);
+  // Gives back the memory of reserved room the graph did not fill (a builder calls it when the
+  // graph is complete; adding more afterwards still works).
+  void release_spare_room();
+  std::size_t edge_count() const;
   // Op `index` also frees `bytes` when it ends (a buffer whose last reader is known only after
   // the op was added).
   void add_free_bytes(OpIndex index, double bytes);

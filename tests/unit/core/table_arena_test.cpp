@@ -84,3 +84,26 @@ TEST_CASE("a table without an arena uses the heap", "[core][arena]") {
   CHECK_FALSE(table.get_allocator().arena());
   CHECK(std::accumulate(table.begin(), table.end(), std::uint64_t{0}) == 10);
 }
+
+TEST_CASE("a large vector on huge pages starts on a huge-page boundary and keeps its contents",
+          "[core][arena]") {
+  using Big = std::vector<std::uint64_t, wallsim::HugePageAllocator<std::uint64_t>>;
+  // 2^20 entries of 8 bytes = 8 MiB: four huge pages, mapped on their own.
+  Big big(std::size_t{1} << 20);
+  std::iota(big.begin(), big.end(), std::uint64_t{0});
+  CHECK(address(big.data()) % wallsim::kHugePageBytes == 0);
+  // Growing past the block moves the entries to a new one: sum 0 + 1 + ... + (2^20 - 1).
+  big.push_back(0);
+  const std::uint64_t n = std::uint64_t{1} << 20;
+  CHECK(std::accumulate(big.begin(), big.end(), std::uint64_t{0}) == n * (n - 1) / 2);
+  CHECK(address(big.data()) % wallsim::kHugePageBytes == 0);
+}
+
+TEST_CASE("a vector under one huge page stays on the heap", "[core][arena]") {
+  using Small = std::vector<std::uint64_t, wallsim::HugePageAllocator<std::uint64_t>>;
+  Small small(1000, 3);  // 8,000 bytes
+  CHECK(std::accumulate(small.begin(), small.end(), std::uint64_t{0}) == 3000);
+  CHECK(wallsim::huge_page_rounded(8000) == wallsim::kHugePageBytes);
+  CHECK(wallsim::huge_page_rounded(0) == wallsim::kHugePageBytes);
+  CHECK(wallsim::huge_page_rounded(wallsim::kHugePageBytes + 1) == 2 * wallsim::kHugePageBytes);
+}
