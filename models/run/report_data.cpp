@@ -54,10 +54,12 @@ void add_exposure(RunSummary& summary, const RunConfig& config, const StepProgra
   std::map<int, bool> network;  // comm group -> crosses domains
   const OpGraph& graph = program.graphs[critical];
   for (OpIndex i = 0; i < graph.size(); ++i) {
-    const Op& op = graph.op(i);
-    if (op.kind == OpKind::kCompute || !is_communication(static_cast<OpCategory>(op.category))) {
+    const Op& shared = graph.shared_op(i);
+    if (shared.kind == OpKind::kCompute ||
+        !is_communication(static_cast<OpCategory>(shared.category))) {
       continue;
     }
+    const Op op = graph.op(i);  // with this rank's group and peer
     const int group = category_slot(static_cast<OpCategory>(op.category));
     network[group] = network[group] || op_crosses_domains(config, program, critical, op);
   }

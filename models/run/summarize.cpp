@@ -23,7 +23,7 @@ Time rank_end(const RankTrace& trace) {
 Time compute_busy(const OpGraph& graph, const RankTrace& trace) {
   Time busy = Time::zero();
   for (OpIndex i = 0; i < graph.size(); ++i) {
-    const Op& op = graph.op(i);
+    const Op& op = graph.shared_op(i);
     if (op.stream == Streams::kCompute && op.kind == OpKind::kCompute) {
       busy = busy + (trace.ops[i].end - trace.ops[i].start);
     }
@@ -56,7 +56,7 @@ ComputeExcess compute_excess(const OpGraph& graph, const RankTrace& trace, doubl
   const auto seconds = compute_time_by_category(graph, trace, Streams::kCompute);
   std::array<double, kOpCategoryCount> flops{};
   for (OpIndex i = 0; i < graph.size(); ++i) {
-    const Op& op = graph.op(i);
+    const Op& op = graph.shared_op(i);
     if (op.stream == Streams::kCompute) flops[op.category] += op.flops;
   }
   ComputeExcess excess;

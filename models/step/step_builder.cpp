@@ -520,7 +520,7 @@ OpBinding binding_between(const StepInputs& in, GroupTable& groups, std::int64_t
 
 double graph_flops(const OpGraph& graph) {
   double flops = 0;
-  for (OpIndex i = 0; i < graph.size(); ++i) flops += graph.op(i).flops;
+  for (OpIndex i = 0; i < graph.size(); ++i) flops += graph.shared_op(i).flops;
   return flops;
 }
 

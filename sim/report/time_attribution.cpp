@@ -125,7 +125,7 @@ std::array<double, kOpCategoryCount> compute_time_by_category(const OpGraph& gra
                                                               StreamIndex compute_stream) {
   std::array<double, kOpCategoryCount> seconds{};
   for (OpIndex i = 0; i < graph.size(); ++i) {
-    const Op& op = graph.op(i);
+    const Op& op = graph.shared_op(i);
     if (op.stream != compute_stream || op.kind != OpKind::kCompute) continue;
     seconds[std::min<int>(op.category, kOpCategoryCount - 1)] +=
         (trace.ops[i].end - trace.ops[i].start).seconds();
