@@ -50,6 +50,16 @@ class EagerScope {
 
 }  // namespace
 
+double expected_domains_reached(std::int64_t experts, std::int64_t topk, std::int64_t domains) {
+  if (domains <= 1 || experts <= 0) return 1.0;
+  const double e = d(experts), outside = e - e / d(domains);
+  double none_here = 1.0;  // P(no chosen expert in a given domain) = C(E − E/D, k) / C(E, k)
+  for (std::int64_t i = 0; i < topk; ++i) {
+    none_here *= std::max(0.0, (outside - d(i)) / (e - d(i)));
+  }
+  return d(domains) * (1.0 - none_here);
+}
+
 MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep) {
   MoeLoad load;
   load.tokens = tokens;
@@ -149,8 +159,7 @@ Deps MoeOps::dispatch(const std::string& pass, const Deps& deps) {
                      setting_.tp_ep_group, deps)};
   }
   if (setting_.dispatcher == MoeDispatcher::kFlex) {
-    const double flex_rows =
-        load_.tokens * d(std::min<std::int64_t>(moe_.topk, setting_.tp_ep_domains));
+    const double flex_rows = load_.tokens * flex_domains();
     return {exchange("moe dispatch " + pass, CollectiveOp::kAllToAll, flex_rows * row_bytes(),
                      setting_.tp_ep_group, deps)};
   }
@@ -173,8 +182,7 @@ Deps MoeOps::combine(const std::string& pass, const Deps& deps) {
                      setting_.tp_ep_group, deps)};
   }
   if (setting_.dispatcher == MoeDispatcher::kFlex) {
-    const double flex_rows =
-        load_.tokens * d(std::min<std::int64_t>(moe_.topk, setting_.tp_ep_domains));
+    const double flex_rows = load_.tokens * flex_domains();
     return {exchange("moe combine " + pass, CollectiveOp::kAllToAll, flex_rows * row_bytes(),
                      setting_.tp_ep_group, deps)};
   }

@@ -68,6 +68,13 @@ struct MoeLoad {
 
 MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep);
 
+// The NVLink domains one token reaches when its `topk` experts are drawn uniformly without
+// repetition from `experts` spread evenly over `domains`: D·(1 − C(E − E/D, k) / C(E, k)), the
+// expected number of domains holding at least one of them. The flex (DeepEP-style) dispatcher
+// sends a token once to each such domain and forwards it inside the domain over NVLink.
+// 1 for one domain; topk for one expert per domain; D when k > E − E/D.
+double expected_domains_reached(std::int64_t experts, std::int64_t topk, std::int64_t domains);
+
 // What a layer's MoE forward / backward carries between its phases (the EP overlap runs another
 // micro-batch's phases in between).
 struct MoeForward {
@@ -134,6 +141,10 @@ class MoeOps {
   }
   double expert_elements() const;
   double row_bytes() const;
+  // Domains a token is sent to by the flex dispatcher (expected_domains_reached over ETP×EP).
+  double flex_domains() const {
+    return expected_domains_reached(moe_.experts, moe_.topk, setting_.tp_ep_domains);
+  }
 
   OpEmitter& emit_;
   LayerDims dims_;

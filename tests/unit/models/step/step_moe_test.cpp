@@ -83,6 +83,21 @@ TEST_CASE("flex: one exchange over ETPxEP sends a token to each node once", "[mo
   CHECK(c.forward[0].bytes == 2048.0 * kRow);
 }
 
+TEST_CASE("flex: a token reaches the domains holding at least one of its experts",
+          "[models][step][moe]") {
+  // One domain, or one expert per token: one destination.
+  CHECK(expected_domains_reached(8, 2, 1) == 1.0);
+  CHECK(expected_domains_reached(8, 1, 4) == Approx(1.0).epsilon(1e-12));
+  // 8 experts over 4 domains (2 each), top-2: a given domain misses both with probability
+  // C(6,2)/C(8,2) = 15/28, so 4·(1 − 15/28) = 13/7 domains, not min(k, D) = 2.
+  CHECK(expected_domains_reached(8, 2, 4) == Approx(13.0 / 7.0).epsilon(1e-12));
+  // DeepSeek-V3's 256 experts, top-8, EP64 on 8 nodes (32 experts each):
+  // 8·(1 − C(224,8)/C(256,8)) = 5.2947 nodes (math.comb), against 8 for one copy per expert.
+  CHECK(expected_domains_reached(256, 8, 8) == Approx(5.294652).epsilon(1e-6));
+  // More experts chosen than lie outside one domain: every domain is reached.
+  CHECK(expected_domains_reached(8, 7, 4) == 4.0);
+}
+
 TEST_CASE("capacity: fixed per-expert buffers, padded, and the tokens over capacity dropped",
           "[models][step][moe]") {
   // T = 2048, k = 2, E = 8: C = ceil(2048·2/8 · cf) per expert and source rank. cf 1.25:
