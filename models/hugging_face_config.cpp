@@ -88,6 +88,14 @@ void add_moe(const HfReader& hf, nlohmann::json& model) {
   moe_layer_pattern(hf, moe);
   if (hf.has("scoring_func"))
     moe["score_function"] = hf.member("scoring_func").as_choice({"softmax", "sigmoid"});
+  // DeepSeek-V2/V3's group-limited routing (n_group groups, topk_group of them per token);
+  // one group, or every group chosen, is no limit.
+  const std::int64_t groups = hf.integer_or("n_group", 1, 1);
+  const std::int64_t group_topk = hf.integer_or("topk_group", groups, 1);
+  if (groups > 1 && group_topk < groups) {
+    moe["router_groups"] = groups;
+    moe["router_group_topk"] = group_topk;
+  }
   model["moe"] = moe;
 }
 

@@ -77,6 +77,33 @@ void read_moe_layers(JsonObject& object, const ModelSpec& spec, MoeSpec& moe) {
   moe.first_dense_layers = object.integer_or("first_dense_layers", 0, 0, spec.layers - 1);
 }
 
+// router_groups and router_group_topk come together; the groups split the experts evenly and
+// the chosen groups hold at least topk experts (Megatron-Core's router asserts the same).
+void read_router_groups(JsonObject& object, MoeSpec& moe) {
+  const bool groups = object.has("router_groups"), group_topk = object.has("router_group_topk");
+  if (groups != group_topk) {
+    object.at(groups ? "router_groups" : "router_group_topk")
+        .fail("give router_groups and router_group_topk together (group-limited routing)");
+  }
+  if (!groups) return;
+  moe.router_groups = object.integer("router_groups", 1);
+  if (moe.experts % moe.router_groups != 0) {
+    object.at("router_groups")
+        .fail("must divide moe.experts (" + std::to_string(moe.experts) + ")");
+  }
+  moe.router_group_topk = object.integer("router_group_topk", 1);
+  if (moe.router_group_topk > moe.router_groups) {
+    object.at("router_group_topk")
+        .fail("must be at most router_groups (" + std::to_string(moe.router_groups) + ")");
+  }
+  const std::int64_t reachable = moe.router_group_topk * (moe.experts / moe.router_groups);
+  if (reachable < moe.topk) {
+    object.at("router_group_topk")
+        .fail("its groups hold " + std::to_string(reachable) + " experts, fewer than topk (" +
+              std::to_string(moe.topk) + ")");
+  }
+}
+
 // Megatron's f_e defaults to f (arguments.py); capacity_factor null or absent = dropless.
 MoeSpec parse_moe(const JsonNode& node, const ModelSpec& spec) {
   JsonObject object(node);
@@ -94,6 +121,7 @@ MoeSpec parse_moe(const JsonNode& node, const ModelSpec& spec) {
     moe.capacity_factor = factor->as_positive_number();
   }
   moe.router_fusion = object.boolean_or("router_fusion", false);
+  read_router_groups(object, moe);
   if (auto imbalance = object.find("router_imbalance")) {
     moe.imbalance = parse_imbalance(*imbalance, moe.experts);
   }

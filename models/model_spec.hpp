@@ -55,6 +55,12 @@ struct MoeSpec {
   // Megatron-Core's --moe-router-fusion: the router's score, top-k and aux-loss kernels fused
   // (31 kernels per forward instead of 72; docs/reference/moe.md).
   bool router_fusion = false;
+  // Group-limited routing (DeepSeek-V2/V3; Megatron-Core's --moe-router-num-groups and
+  // --moe-router-group-topk): the experts form `router_groups` equal groups of consecutive
+  // experts, and each token's top-k are chosen within its `router_group_topk` best groups, so
+  // with one group per node a token reaches at most that many nodes. 0 and 0: not limited.
+  std::int64_t router_groups = 0;
+  std::int64_t router_group_topk = 0;
   RouterImbalance imbalance;
 
   bool is_moe_layer(std::int64_t layer) const {

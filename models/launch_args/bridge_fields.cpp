@@ -118,6 +118,8 @@ const std::vector<BridgeField>& bridge_fields() {
       {"model", "moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity",
        K::kSwitch, G::kMoe},
       {"model", "moe_router_fusion", "--moe-router-fusion", K::kSwitch, G::kMoe},
+      {"model", "moe_router_num_groups", "--moe-router-num-groups", K::kValue, G::kMoe},
+      {"model", "moe_router_group_topk", "--moe-router-group-topk", K::kValue, G::kMoe},
       {"model", "moe_token_dispatcher_type", "--moe-token-dispatcher-type", K::kValue, G::kMoe},
       {"model", "moe_grouped_gemm", "--moe-grouped-gemm", K::kSwitch, G::kMoe},
       {"model", "moe_router_load_balancing_type", "--moe-router-load-balancing-type", K::kValue,

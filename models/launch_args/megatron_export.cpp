@@ -87,6 +87,10 @@ void add_moe(const ModelSpec& m, const Layout& layout, Options& out,
     out.add("--moe-pad-expert-input-to-capacity");
   }
   if (moe.router_fusion) out.add("--moe-router-fusion");
+  if (moe.router_groups > 0) {
+    out.add("--moe-router-num-groups", moe.router_groups);
+    out.add("--moe-router-group-topk", moe.router_group_topk);
+  }
   out.add("--moe-token-dispatcher-type", {to_string(layout.expert.dispatcher)});
   if (layout.expert.grouped_gemm) out.add("--moe-grouped-gemm");
   if (moe.imbalance.kind != RouterImbalance::Kind::uniform) {

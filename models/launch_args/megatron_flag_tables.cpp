@@ -84,8 +84,6 @@ const std::vector<std::string_view>& megatron_flags_without_effect() {
       "--moe-router-bias-update-rate",
       "--moe-router-dtype",
       "--moe-router-enable-expert-bias",
-      "--moe-router-group-topk",
-      "--moe-router-num-groups",
       "--moe-router-topk-scaling-factor",
       "--moe-z-loss-coeff",
       "--mscale",

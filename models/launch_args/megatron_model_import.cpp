@@ -146,6 +146,16 @@ void read_router(MegatronArgs& args, json& moe, std::vector<std::string>& notes)
         "--moe-expert-capacity-factor (dropless routing)");
   }
   if (args.enabled("--moe-router-fusion")) moe["router_fusion"] = true;
+  const auto groups = args.integer("--moe-router-num-groups");
+  const auto group_topk = args.integer("--moe-router-group-topk");
+  if (groups && group_topk) {
+    moe["router_groups"] = *groups;
+    moe["router_group_topk"] = *group_topk;
+  } else if (groups || group_topk) {
+    notes.push_back(std::string(groups ? "--moe-router-num-groups" : "--moe-router-group-topk") +
+                    " without " + (groups ? "--moe-router-group-topk" : "--moe-router-num-groups") +
+                    ": routing taken as not group-limited");
+  }
   args.enabled("--moe-router-force-load-balancing");  // wallsim's "uniform" routing
 }
 
@@ -155,9 +165,10 @@ void note_moe_without_experts(MegatronArgs& args, std::vector<std::string>& note
   for (const char* flag :
        {"--moe-router-topk", "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size",
         "--moe-layer-freq", "--moe-router-score-function", "--moe-expert-capacity-factor",
-        "--moe-pad-expert-input-to-capacity", "--moe-router-fusion", "--moe-grouped-gemm",
-        "--moe-token-dispatcher-type", "--moe-router-force-load-balancing",
-        "--expert-model-parallel-size", "--expert-tensor-parallel-size"}) {
+        "--moe-pad-expert-input-to-capacity", "--moe-router-fusion", "--moe-router-num-groups",
+        "--moe-router-group-topk", "--moe-grouped-gemm", "--moe-token-dispatcher-type",
+        "--moe-router-force-load-balancing", "--expert-model-parallel-size",
+        "--expert-tensor-parallel-size"}) {
     if (!args.has(flag)) continue;
     args.ignore(flag);
     given += (given.empty() ? "" : ", ") + std::string(flag);

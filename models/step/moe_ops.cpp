@@ -50,14 +50,47 @@ class EagerScope {
 
 }  // namespace
 
-double expected_domains_reached(std::int64_t experts, std::int64_t topk, std::int64_t domains) {
+namespace {
+
+// C(pool − left_out, k) / C(pool, k): the chance that k draws without repetition from `pool`
+// items all miss `left_out` of them.
+double all_miss(double pool, double left_out, std::int64_t k) {
+  double chance = 1.0;
+  for (std::int64_t i = 0; i < k; ++i)
+    chance *= std::max(0.0, (pool - left_out - d(i)) / (pool - d(i)));
+  return chance;
+}
+
+double binomial(std::int64_t n, std::int64_t r) {
+  if (r < 0 || r > n) return 0.0;
+  double value = 1.0;
+  for (std::int64_t i = 1; i <= r; ++i) value = value * d(n - r + i) / d(i);
+  return value;
+}
+
+}  // namespace
+
+double expected_domains_reached(std::int64_t experts, std::int64_t topk, std::int64_t domains,
+                                std::int64_t groups, std::int64_t group_topk) {
   if (domains <= 1 || experts <= 0) return 1.0;
-  const double e = d(experts), outside = e - e / d(domains);
-  double none_here = 1.0;  // P(no chosen expert in a given domain) = C(E − E/D, k) / C(E, k)
-  for (std::int64_t i = 0; i < topk; ++i) {
-    none_here *= std::max(0.0, (outside - d(i)) / (e - d(i)));
+  const double e = d(experts), per_domain = e / d(domains);
+  double missed = all_miss(e, per_domain, topk);  // P(a given domain holds none of the k)
+  if (groups > 1 && group_topk < groups && experts % groups == 0) {
+    const double pool = d(group_topk) * e / d(groups);  // experts of the chosen groups
+    if (groups % domains == 0) {
+      const std::int64_t held = groups / domains;  // whole groups per domain
+      missed = 0.0;
+      for (std::int64_t j = 0; j <= std::min(held, group_topk); ++j) {
+        const double p = binomial(held, j) * binomial(groups - held, group_topk - j) /
+                         binomial(groups, group_topk);
+        missed += p * all_miss(pool, d(j) * e / d(groups), topk);
+      }
+    } else if (domains % groups == 0) {
+      const double chosen = d(group_topk) / d(groups);
+      missed = (1.0 - chosen) + chosen * all_miss(pool, per_domain, topk);
+    }
   }
-  return d(domains) * (1.0 - none_here);
+  return d(domains) * (1.0 - missed);
 }
 
 MoeLoad moe_load(const MoeSpec& moe, double tokens, std::int64_t ep) {

@@ -103,6 +103,7 @@ TEST_CASE("export then import is the identity on variants that use every exporte
         "training.schedule=null", "model.norm=layernorm", "model.head_dim=96"}},
       {"mixtral-8x7b-64gpu",
        {"model.moe.capacity_factor=1.25", "model.moe.router_fusion=true", "model.moe.layer_freq=2",
+        "model.moe.router_groups=4", "model.moe.router_group_topk=2",
         "parallel.moe_dispatcher=allgather", "parallel.moe_grouped_gemm=false", "parallel.etp=2",
         "parallel.tp=2", "parallel.sequence_parallel=true", "training.cuda_graphs=full_iteration"}},
       {"qwen3-30b-a3b-8gpu",

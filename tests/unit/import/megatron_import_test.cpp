@@ -157,8 +157,9 @@ TEST_CASE("DeepSeek-V3's shape, MLA, MTP and layer pattern import to the shipped
       "--qk-pos-emb-head-dim 64 --v-head-dim 128 --kv-channels 128 --mtp-num-layers 1 "
       "--num-experts 256 --moe-router-topk 8 --moe-ffn-hidden-size 2048 "
       "--moe-shared-expert-intermediate-size 2048 --moe-layer-freq '([0]*3+[1]*58)' "
-      "--moe-router-score-function sigmoid --moe-token-dispatcher-type flex --moe-grouped-gemm "
-      "--tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 8 "
+      "--moe-router-score-function sigmoid --moe-router-num-groups 8 --moe-router-group-topk 4 "
+      "--moe-token-dispatcher-type flex --moe-grouped-gemm --tensor-model-parallel-size 2 "
+      "--sequence-parallel --pipeline-model-parallel-size 8 "
       "--pipeline-model-parallel-layout 'Et*4|(t*8|)*6,t*9mL' --expert-model-parallel-size 64 "
       "--expert-tensor-parallel-size 1 --seq-length 4096 --micro-batch-size 1 "
       "--global-batch-size 2048 --bf16 --use-distributed-optimizer";
@@ -170,6 +171,8 @@ TEST_CASE("DeepSeek-V3's shape, MLA, MTP and layer pattern import to the shipped
   CHECK(iteration_flops(config.model, config.training, 2, 1024).model_per_iteration ==
         iteration_flops(deepseek, config.training, 2, 1024).model_per_iteration);
   CHECK(config.model.moe->first_dense_layers == 3);
+  CHECK(config.model.moe->router_groups == deepseek.moe->router_groups);
+  CHECK(config.model.moe->router_group_topk == deepseek.moe->router_group_topk);
   CHECK(config.layout.vpp == 1);
   CHECK(warned(imported, "--kv-channels is not used with --multi-latent-attention"));
 }

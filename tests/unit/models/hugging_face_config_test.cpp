@@ -121,6 +121,7 @@ TEST_CASE("DeepSeek-V3's config.json: MoE, MLA and MTP as the shipped model", "[
   CHECK(m.moe->shared_ffn_hidden == 2048);  // n_shared_experts 1 × moe_intermediate_size 2048
   CHECK(m.moe->first_dense_layers == 3);
   CHECK(m.moe->score_function == "sigmoid");
+  CHECK(m.moe->router_groups == 0);  // the fixture has no n_group
   CHECK(m.mla->q_lora_rank == 1536);
   CHECK(m.mla->qk_head_dim == 128);
   CHECK(m.mtp_layers == 1);
@@ -128,6 +129,14 @@ TEST_CASE("DeepSeek-V3's config.json: MoE, MLA and MTP as the shipped model", "[
   json no_q_lora = kDeepSeekV3;
   no_q_lora["q_lora_rank"] = nullptr;  // DeepSeek-V2-Lite style
   CHECK_FALSE(from_hf(no_q_lora).mla->q_lora_rank);
+  json grouped = kDeepSeekV3;  // DeepSeek-V3's n_group 8, topk_group 4: 4 of 8 groups per token
+  grouped["n_group"] = 8;
+  grouped["topk_group"] = 4;
+  CHECK(from_hf(grouped).moe->router_groups == 8);
+  CHECK(from_hf(grouped).moe->router_group_topk == 4);
+  CHECK(from_hf(grouped).moe->router_group_topk == shipped("deepseek-v3").moe->router_group_topk);
+  grouped["topk_group"] = 8;  // every group chosen: no limit
+  CHECK(from_hf(grouped).moe->router_groups == 0);
   json freq = kDeepSeekV3;
   freq["moe_layer_freq"] = 2;
   CHECK_THROWS_WITH(from_hf(freq), Contains("moe_layer_freq = 2"));

@@ -190,6 +190,21 @@ TEST_CASE("bad moe and mla sections name the JSON path and what is allowed",
                     Contains("moe.first_dense_layers = 4"));
   CHECK_THROWS_WITH(parse(with_moe({{"experts", 8}, {"topk", 2}, {"capacity_factor", 0}})),
                     Contains("moe.capacity_factor = 0"));
+  CHECK_THROWS_WITH(parse(with_moe({{"experts", 8}, {"topk", 2}, {"router_groups", 4}})),
+                    Contains("moe.router_groups") && Contains("together"));
+  CHECK_THROWS_WITH(
+      parse(
+          with_moe({{"experts", 8}, {"topk", 2}, {"router_groups", 3}, {"router_group_topk", 1}})),
+      Contains("moe.router_groups = 3: must divide moe.experts (8)"));
+  CHECK_THROWS_WITH(
+      parse(
+          with_moe({{"experts", 8}, {"topk", 2}, {"router_groups", 4}, {"router_group_topk", 5}})),
+      Contains("moe.router_group_topk = 5: must be at most router_groups (4)"));
+  // 1 of 4 groups holds 2 experts, fewer than topk 3.
+  CHECK_THROWS_WITH(
+      parse(
+          with_moe({{"experts", 8}, {"topk", 3}, {"router_groups", 4}, {"router_group_topk", 1}})),
+      Contains("moe.router_group_topk = 1: its groups hold 2 experts, fewer than topk (3)"));
   CHECK_THROWS_WITH(parse(with_moe({{"experts", 8}, {"topk", 2}, {"score_function", "relu"}})),
                     Contains("moe.score_function") && Contains("sigmoid"));
   CHECK_THROWS_WITH(

@@ -98,6 +98,25 @@ TEST_CASE("flex: a token reaches the domains holding at least one of its experts
   CHECK(expected_domains_reached(8, 7, 4) == 4.0);
 }
 
+TEST_CASE("flex: group-limited routing caps the domains a token reaches", "[models][step][moe]") {
+  // DeepSeek-V3 at EP 64 on 8 nodes, one group of 32 experts per node, 4 of 8 groups chosen:
+  // a node is missed when its group is not chosen (1/2) or is and none of the 8 experts drawn
+  // from the 128 of the chosen groups is among its 32: 8·(1 − (1/2 + 1/2·C(96,8)/C(128,8)))
+  // = 3.6290 nodes (math.comb), at most group_topk = 4.
+  CHECK(expected_domains_reached(256, 8, 8, 8, 4) == Approx(3.629011).epsilon(1e-6));
+  // Groups spanning two domains each (4 groups over 8 domains, 2 chosen, 64 experts, top-4):
+  // 8·(1 − (1/2 + 1/2·C(24,4)/C(32,4))) = 2.8180.
+  CHECK(expected_domains_reached(64, 4, 8, 4, 2) == Approx(2.818020).epsilon(1e-6));
+  // Domains holding 4 whole groups each (16 groups of 4 over 4 domains, 4 chosen, top-6): a
+  // domain holding j chosen groups (hypergeometric) is missed with C(16 − 4j, 6)/C(16, 6):
+  // 4·(1 − Σ_j P(j)·C(16 − 4j, 6)/C(16, 6)) = 2.6859.
+  CHECK(expected_domains_reached(64, 6, 4, 16, 4) == Approx(2.685883).epsilon(1e-6));
+  // Every group chosen, or one group: no limit. Groups that neither hold nor span whole
+  // domains (8 groups over 3 domains) are taken as not limited.
+  CHECK(expected_domains_reached(256, 8, 8, 8, 8) == expected_domains_reached(256, 8, 8));
+  CHECK(expected_domains_reached(24, 4, 3, 8, 2) == expected_domains_reached(24, 4, 3));
+}
+
 TEST_CASE("capacity: fixed per-expert buffers, padded, and the tokens over capacity dropped",
           "[models][step][moe]") {
   // T = 2048, k = 2, E = 8: C = ceil(2048·2/8 · cf) per expert and source rank. cf 1.25:
