@@ -28,6 +28,23 @@ GroupedGemmShape grouped_wgrad(const GroupedGemmShape& f) {
   return out;
 }
 
+// C(pool − left_out, k) / C(pool, k): the chance that k draws without repetition from `pool`
+// items all miss `left_out` of them.
+double all_miss(double pool, double left_out, std::int64_t k) {
+  double chance = 1.0;
+  for (std::int64_t i = 0; i < k; ++i) {
+    chance *= std::max(0.0, (pool - left_out - d(i)) / (pool - d(i)));
+  }
+  return chance;
+}
+
+double binomial(std::int64_t n, std::int64_t r) {
+  if (r < 0 || r > n) return 0.0;
+  double value = 1.0;
+  for (std::int64_t i = 1; i <= r; ++i) value = value * d(n - r + i) / d(i);
+  return value;
+}
+
 // Kernels of a router's forward, its GEMM included (NVIDIA's DeepSeek-V3 GB200 guide §2.1.4).
 constexpr int kRouterKernels = 72;
 constexpr int kFusedRouterKernels = 31;
@@ -47,26 +64,6 @@ class EagerScope {
  private:
   OpEmitter& emit_;
 };
-
-}  // namespace
-
-namespace {
-
-// C(pool − left_out, k) / C(pool, k): the chance that k draws without repetition from `pool`
-// items all miss `left_out` of them.
-double all_miss(double pool, double left_out, std::int64_t k) {
-  double chance = 1.0;
-  for (std::int64_t i = 0; i < k; ++i)
-    chance *= std::max(0.0, (pool - left_out - d(i)) / (pool - d(i)));
-  return chance;
-}
-
-double binomial(std::int64_t n, std::int64_t r) {
-  if (r < 0 || r > n) return 0.0;
-  double value = 1.0;
-  for (std::int64_t i = 1; i <= r; ++i) value = value * d(n - r + i) / d(i);
-  return value;
-}
 
 }  // namespace
 
