@@ -141,6 +141,11 @@ MoeOps::MoeOps(OpEmitter& emit, const LayerDims& dims, const MoeSpec& moe,
     expert_problem_rows_.push_back(std::llround(rows * d(setting.etp)));
   }
   gemms_ = expert_gemms();
+  if (setting.dispatcher == MoeDispatcher::kFlex) {
+    flex_rows_ =
+        load_.tokens * expected_domains_reached(moe.experts, moe.topk, setting.tp_ep_domains,
+                                                moe.router_groups, moe.router_group_topk);
+  }
 }
 
 double MoeOps::row_bytes() const {
@@ -189,8 +194,7 @@ Deps MoeOps::dispatch(const std::string& pass, const Deps& deps) {
                      setting_.tp_ep_group, deps)};
   }
   if (setting_.dispatcher == MoeDispatcher::kFlex) {
-    const double flex_rows = load_.tokens * flex_domains();
-    return {exchange("moe dispatch " + pass, CollectiveOp::kAllToAll, flex_rows * row_bytes(),
+    return {exchange("moe dispatch " + pass, CollectiveOp::kAllToAll, flex_rows_ * row_bytes(),
                      setting_.tp_ep_group, deps)};
   }
   // An uneven all-to-all is paced by the rank receiving the most rows.
@@ -212,8 +216,7 @@ Deps MoeOps::combine(const std::string& pass, const Deps& deps) {
                      setting_.tp_ep_group, deps)};
   }
   if (setting_.dispatcher == MoeDispatcher::kFlex) {
-    const double flex_rows = load_.tokens * flex_domains();
-    return {exchange("moe combine " + pass, CollectiveOp::kAllToAll, flex_rows * row_bytes(),
+    return {exchange("moe combine " + pass, CollectiveOp::kAllToAll, flex_rows_ * row_bytes(),
                      setting_.tp_ep_group, deps)};
   }
   Deps in = deps;

@@ -151,11 +151,6 @@ class MoeOps {
   }
   double expert_elements() const;
   double row_bytes() const;
-  // Domains a token is sent to by the flex dispatcher (expected_domains_reached over ETP×EP).
-  double flex_domains() const {
-    return expected_domains_reached(moe_.experts, moe_.topk, setting_.tp_ep_domains,
-                                    moe_.router_groups, moe_.router_group_topk);
-  }
 
   OpEmitter& emit_;
   LayerDims dims_;
@@ -165,6 +160,9 @@ class MoeOps {
   MoeLoad load_;
   std::int64_t local_experts_ = 1;
   double expert_rows_ = 0;  // rows one local expert computes on average (after ETP gather)
+  // flex: rows one exchange moves each way, a token per domain holding one of its experts
+  // (expected_domains_reached over ETP×EP).
+  double flex_rows_ = 0;
   std::vector<std::int64_t> expert_problem_rows_;  // rows each local expert computes
   ExpertGemms gemms_;
 };
