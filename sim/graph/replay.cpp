@@ -140,6 +140,15 @@ void Replay::State::build_rank(RankIndex rank, const OpGraph& graph,
   }
   rs.collectives_issued.assign(slots.size(), 0);
   rs.collectives_ended.assign(slots.size(), 0);
+  // A collective's ordinal on its group is its place in the rank's program among the group's
+  // collectives, as NCCL matches a communicator's calls by the order the host made them, not
+  // by the order their streams reach them (a rank may feed one group from several streams).
+  std::vector<std::uint32_t> program_ordinal(slots.size(), 0);
+  for (OpIndex i = 0; i < n; ++i) {
+    if (graph.shared_op(i).kind == OpKind::kCollective) {
+      rs.ordinal(i) = program_ordinal[rs.link(i)]++;
+    }
+  }
   rs.slot_group.resize(slots.size());
   for (const auto& [group, slot] : slots) rs.slot_group[slot] = group;
   rs.trace.ops = OpRecords(n, OpRecord{}, ArenaAllocator<OpRecord>(arena));
@@ -272,8 +281,8 @@ void Replay::State::start_compute(RankIndex rank, OpIndex index, const Op& op) {
 void Replay::State::arrive_collective(RankIndex rank, OpIndex index, const Op& op) {
   RankState& rs = ranks[rank];
   const std::uint32_t slot = rs.link(index);
-  const std::uint32_t ordinal = rs.collectives_issued[slot]++;
-  rs.ordinal(index) = ordinal;
+  ++rs.collectives_issued[slot];
+  const std::uint32_t ordinal = rs.ordinal(index);
   const GroupIndex group = rs.slot_group[slot];
   GroupState& gs = groups[group];
   PendingCollective& pending = pending_at(gs.pending, gs.first_ordinal, ordinal);
@@ -287,7 +296,10 @@ void Replay::State::arrive_collective(RankIndex rank, OpIndex index, const Op& o
                            std::to_string(first.rank) + " has " + std::to_string(pending.payload));
   }
   pending.arrived.push_back({rank, index});
-  if (pending.arrived.size() == gs.members.size()) start_collective(group);
+  // Instances start in ordinal order: a complete one waits for those before it.
+  while (!gs.pending.empty() && gs.pending.front().arrived.size() == gs.members.size()) {
+    start_collective(group);
+  }
 }
 
 void Replay::State::start_collective(GroupIndex group) {

@@ -38,8 +38,8 @@ struct PendingCollective {
   std::vector<Member> arrived;  // in arrival order
 };
 
-// Instances start in ordinal order: every member issues ordinal k before k+1, so the last
-// arrival at k+1 comes after the last at k. Hence a deque whose front is `first_ordinal`.
+// Instances start in ordinal order (a member's ordinals follow its program order): a complete
+// instance waits for those before it. Hence a deque whose front is `first_ordinal`.
 struct GroupState {
   std::vector<RankIndex> members;  // sorted
   std::uint32_t first_ordinal = 0;

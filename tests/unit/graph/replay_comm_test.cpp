@@ -60,6 +60,32 @@ TEST_CASE("a collective starts when its last member arrives and ends when the se
   CHECK(run.result.end == us(19));
 }
 
+TEST_CASE("collectives one rank feeds from two streams match in program order",
+          "[graph][replay][collective]") {
+  // Both ranks call an all-gather (payload 1, stream 1) and then a reduce-scatter (payload 2,
+  // stream 2) on group 0, as FSDP does. Rank 0's all-gather waits 20 us of compute, so its
+  // reduce-scatter reaches the group first; rank 1 reaches them in program order. NCCL matches
+  // a communicator's calls by the order they were made: the reduce-scatters, complete from the
+  // start, wait for the all-gathers before them to start (at 20 us), and both end at 30; rank
+  // 0's reduce-scatter never meets rank 1's all-gather.
+  std::vector<OpGraph> graphs(2);
+  const OpIndex wait = graphs[0].add(compute(us(20)));
+  graphs[0].add(collective(0, 1, 1), {wait});
+  graphs[0].add(collective(0, 2, 2));
+  graphs[1].add(collective(0, 1, 1));
+  graphs[1].add(collective(0, 2, 2));
+  Run run(graphs, {{0, 1}});
+  REQUIRE(run.comm.calls.size() == 2);
+  CHECK(run.comm.calls[0].payload == 1);
+  CHECK(run.comm.calls[0].at == us(20));
+  CHECK(run.comm.calls[1].payload == 2);
+  CHECK(run.comm.calls[1].at == us(20));
+  CHECK(run.result.ranks[0].ops[1].end == us(30));
+  CHECK(run.result.ranks[0].ops[2].start == us(20));
+  CHECK(run.result.ranks[1].ops[1].end == us(30));
+  CHECK(run.result.end == us(30));
+}
+
 TEST_CASE("collectives on interleaved groups match by per-group ordinal",
           "[graph][replay][collective]") {
   // Group 0 = {0, 1}, group 1 = {1, 2}. Rank 1 issues g0#0, g1#0, g0#1 on one stream; rank 0
