@@ -296,7 +296,9 @@ void add_training(const RunConfig& c, Options& out, std::vector<std::string>& no
     }
   }
   if (t.overlap.dp_grad_reduce) out.add("--overlap-grad-reduce");
-  if (t.overlap.dp_param_gather) out.add("--overlap-param-gather");
+  // The overlapped gather is the distributed optimizer's (Megatron refuses the flag without it);
+  // without one there is no parameter gather to overlap.
+  if (t.overlap.dp_param_gather && t.distributed_optimizer) out.add("--overlap-param-gather");
   // TP overlap needs sequence parallelism in Megatron; at tp 1 there is no TP traffic to hide.
   if (t.overlap.tp_comm && c.layout.sequence_parallel) out.add("--tp-comm-overlap");
   if (t.overlap.ep_comm) out.add("--overlap-moe-expert-parallel-comm");
