@@ -258,17 +258,27 @@ MoeForward MoeOps::forward_dispatch(const Deps& deps) {
   // Softmax/sigmoid, top-k, routing map and aux loss over the [T, E] logits (read, write fp32):
   // the router's kernels after its GEMM, 72 in all unfused and 31 with router fusion
   // (docs/reference/moe.md, measured on DeepSeek-V3's router; others are taken alike).
-  emit_.memory_bound_kernels("router topk fwd", 8.0 * t * d(moe_.experts),
-                             moe_.router_fusion ? kFusedRouterKernels - 1 : kRouterKernels - 1);
+  const OpIndex routed_map =
+      emit_.memory_bound_kernels("router topk fwd", 8.0 * t * d(moe_.experts),
+                                 moe_.router_fusion ? kFusedRouterKernels - 1 : kRouterKernels - 1);
   const bool dropless = !moe_.capacity_factor;
   const EagerScope eager(emit_, dropless);
+  // The token counts per expert (int64) of every rank of the ETP×EP group; the compute stream
+  // waits for them (the gather is a blocking torch.distributed call) before it permutes.
+  Deps permute_after;
+  if (setting_.counts_gather) {
+    const double counts_bytes = 8.0 * d(moe_.experts) * d(setting_.etp * setting_.ep);
+    permute_after.push_back(exchange("moe counts ag fwd", CollectiveOp::kAllGather, counts_bytes,
+                                     setting_.tp_ep_group, {routed_map}));
+  }
   // Dropless, the host needs the token counts to size the exchange (Megatron-Core's
   // alltoall dispatcher synchronises "before_ep_alltoall"; the all-gather dispatcher after the
   // gather, "before_finish"), so it waits once per MoE layer's forward.
   const bool gather = setting_.dispatcher == MoeDispatcher::kAllGather;
   if (dropless && !gather) emit_.sync_host_on_next();
   // Permute: read each token, write one copy per chosen expert.
-  const OpIndex permuted = emit_.memory_bound("permute fwd", (t + routed) * row_bytes());
+  const OpIndex permuted =
+      emit_.memory_bound("permute fwd", (t + routed) * row_bytes(), permute_after);
   if (dropless && gather) emit_.sync_host_on_next();
   return {dispatch("fwd", {permuted}), {}, shared};
 }

@@ -53,6 +53,10 @@ struct MoeSetting {
   bool shared_expert_overlap = false;  // shared experts beside the dispatcher's exchanges
   GroupIndex ep_group = 0, etp_group = 0, tp_ep_group = 0;
   std::int64_t tp_ep_domains = 1;  // NVLink domains the ETP×EP group spans (flex)
+  // Dropless all-to-all over more than one rank: before the exchange Megatron-Core all-gathers
+  // every rank's token count per expert over the ETP×EP group (its dispatcher's preprocess,
+  // gather_from_sequence_parallel_region on tp_ep_group) to size the uneven exchange.
+  bool counts_gather = false;
 };
 
 // Routing arithmetic of one MoE layer on one rank, per micro-batch.

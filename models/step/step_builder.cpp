@@ -268,6 +268,8 @@ MoeSetting moe_setting(const StepInputs& in, GroupTable& table, std::int64_t ran
   if (alltoall) {
     moe.ep_group = table.index(in.ep.of(rank), GroupPurpose::kEp);
     if (moe.etp > 1) moe.etp_group = table.index(in.etp.of(rank), GroupPurpose::kEtp);
+    moe.counts_gather = !in.config.model.moe->capacity_factor && moe.ep * moe.etp > 1;
+    if (moe.counts_gather) moe.tp_ep_group = table.index(in.tp_ep.of(rank), GroupPurpose::kTpEp);
   } else {
     const auto& members = in.tp_ep.of(rank);
     moe.tp_ep_group = table.index(members, GroupPurpose::kTpEp);
@@ -284,6 +286,7 @@ void bind_moe(const MoeSetting& built, const MoeSetting& rank, OpBinding& bindin
   if (rank.dispatcher == MoeDispatcher::kAllToAll) {
     binding.groups.emplace_back(built.ep_group, rank.ep_group);
     if (rank.etp > 1) binding.groups.emplace_back(built.etp_group, rank.etp_group);
+    if (rank.counts_gather) binding.groups.emplace_back(built.tp_ep_group, rank.tp_ep_group);
   } else {
     binding.groups.emplace_back(built.tp_ep_group, rank.tp_ep_group);
   }

@@ -1,5 +1,7 @@
 // The MoE layer in the step builder: all-to-all bytes per rank per layer for each dispatcher,
 // capacity and drop arithmetic, expert gradients over expert DP, and the groups they use.
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "models/flops.hpp"
@@ -53,16 +55,42 @@ TEST_CASE("alltoall: dispatch and combine move T·k rows each way, twice per pas
           "[models][step][moe]") {
   // mechanics.md §4.2: a rank sends T_loc·k token rows (T_loc = b·s = 2048, k = 2), dispatch and
   // combine, forward and backward: 4 all-to-alls of 2048·2·h·2 bytes over the EP group.
+  // Dropless, the forward first all-gathers every rank's token count per expert (Megatron-Core's
+  // alltoall dispatcher preprocess: E int64 counts from each of the ETP×EP ranks, 8·8·8 bytes).
   const LayerEp c = layer_ep(moe_config());
-  REQUIRE(c.forward.size() == 2);
+  REQUIRE(c.forward.size() == 3);
   REQUIRE(c.backward.size() == 2);
-  for (const auto* list : {&c.forward, &c.backward}) {
-    for (const auto& p : *list) {
-      CHECK(p.op == CollectiveOp::kAllToAll);
-      CHECK(p.bytes == 2048.0 * 2 * kRow);
-    }
+  CHECK(c.forward[0].op == CollectiveOp::kAllGather);
+  CHECK(c.forward[0].bytes == 8.0 * 8 * 8);
+  for (std::size_t i = 1; i < c.forward.size(); ++i) {
+    CHECK(c.forward[i].op == CollectiveOp::kAllToAll);
+    CHECK(c.forward[i].bytes == 2048.0 * 2 * kRow);
   }
-  CHECK(c.groups[0] == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  for (const auto& p : c.backward) {
+    CHECK(p.op == CollectiveOp::kAllToAll);
+    CHECK(p.bytes == 2048.0 * 2 * kRow);
+  }
+  for (const auto& group : c.groups) CHECK(group == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+}
+
+TEST_CASE("alltoall: the permute waits for the token counts, which padded buffers do not need",
+          "[models][step][moe]") {
+  const StepProgram program = build(moe_config());
+  const OpGraph& g = program.graphs[0];
+  const auto counts = select(g, [&](const Op& op) { return label_has(g, op, "moe counts ag"); });
+  const auto permute = select(g, [&](const Op& op) {
+    return label_has(g, op, "permute fwd") && !label_has(g, op, "unpermute");
+  });
+  REQUIRE(counts.size() == 1);
+  REQUIRE(permute.size() == 1);
+  const auto deps = g.dependencies(permute[0]);
+  CHECK(std::find(deps.begin(), deps.end(), counts[0]) != deps.end());
+  // With a capacity (drop and pad) every split is known in advance: no gather.
+  json padded = moe_config();
+  padded["model"]["moe"]["capacity_factor"] = 1.0;
+  const StepProgram capacity = build(padded);
+  const OpGraph& pg = capacity.graphs[0];
+  CHECK(select(pg, [&](const Op& op) { return label_has(pg, op, "moe counts ag"); }).empty());
 }
 
 TEST_CASE("allgather: all-gather and reduce-scatter of every token over ETPxEP",
@@ -147,7 +175,7 @@ TEST_CASE("imbalance: the busiest EP rank's rows pace the all-to-all", "[models]
   json doc = moe_config();
   doc["model"]["moe"]["router_imbalance"] = {{"loads", {4, 1, 1, 1, 1, 1, 1, 1}}};
   const LayerEp c = layer_ep(doc);
-  CHECK(c.forward[0].bytes == Approx(8.0 * 4096 * 4 / 11 * kRow));
+  CHECK(c.forward[1].bytes == Approx(8.0 * 4096 * 4 / 11 * kRow));  // [0] gathers the counts
 }
 
 TEST_CASE("expert gradients reduce over expert DP, dense ones over DP", "[models][step][moe]") {
