@@ -197,15 +197,30 @@ Deps MoeOps::dispatch(const std::string& pass, const Deps& deps) {
     return {exchange("moe dispatch " + pass, CollectiveOp::kAllToAll, flex_rows_ * row_bytes(),
                      setting_.tp_ep_group, deps)};
   }
+  // The backward's rows leave the experts in expert order: put back in source order first (the
+  // forward's sort after this exchange is the first op of forward_experts).
+  const bool forward = pass == "fwd";
+  Deps in = forward ? deps : reorder("unsort chunks " + pass, deps);
   // An uneven all-to-all is paced by the rank receiving the most rows.
   const double rows = std::max(load_.sent_rows, load_.received_rows);
   Deps out{exchange("moe dispatch " + pass, CollectiveOp::kAllToAll, rows * row_bytes(),
-                    setting_.ep_group, deps)};
+                    setting_.ep_group, in)};
   if (setting_.etp > 1) {
     out = {exchange("moe etp ag " + pass, CollectiveOp::kAllGather,
                     d(setting_.etp) * load_.received_rows * row_bytes(), setting_.etp_group, out)};
   }
   return out;
+}
+
+// The all-to-all dispatcher receives its rows grouped by source rank and hands the experts rows
+// grouped by expert: with several local experts Megatron-Core reorders every received row
+// (sort_chunks_by_idxs after the dispatch, its inverse before the combine; with padded
+// buffers a transpose made contiguous), one read and one write of each, and autograd runs the
+// inverse of each in the backward, on the same side of the exchange.
+Deps MoeOps::reorder(const std::string& name, const Deps& deps) {
+  if (local_experts_ <= 1) return deps;
+  const double bytes = 2.0 * d(setting_.etp) * load_.received_rows * row_bytes();
+  return {emit_.memory_bound(name, bytes, deps)};
 }
 
 // Expert outputs back: the ETP reduce-scatter, then the dispatcher's exchange.
@@ -219,10 +234,13 @@ Deps MoeOps::combine(const std::string& pass, const Deps& deps) {
     return {exchange("moe combine " + pass, CollectiveOp::kAllToAll, flex_rows_ * row_bytes(),
                      setting_.tp_ep_group, deps)};
   }
-  Deps in = deps;
+  // The forward's expert outputs go back to source order before the exchange (the backward's
+  // sort after it is the first op of backward_experts).
+  const bool forward = pass == "fwd";
+  Deps in = forward ? reorder("unsort chunks " + pass, deps) : deps;
   if (setting_.etp > 1) {
     in = {exchange("moe etp rs " + pass, CollectiveOp::kReduceScatter,
-                   d(setting_.etp) * load_.received_rows * row_bytes(), setting_.etp_group, deps)};
+                   d(setting_.etp) * load_.received_rows * row_bytes(), setting_.etp_group, in)};
   }
   const double rows = std::max(load_.sent_rows, load_.received_rows);
   return {exchange("moe combine " + pass, CollectiveOp::kAllToAll, rows * row_bytes(),
@@ -286,7 +304,12 @@ MoeForward MoeOps::forward_dispatch(const Deps& deps) {
 void MoeOps::forward_experts(MoeForward& state) {
   const EagerScope eager(emit_, !moe_.capacity_factor);
   if (shared_beside()) shared_fc1_forward({});
-  emit_.grouped_gemm("experts fc1 fwd", gemms_.fc1, setting_.grouped_gemm, state.sent);
+  // Emitted here, with the experts, so that under the EP overlap the compute stream reaches it
+  // only after the other micro-batch's work that runs beside the exchange.
+  const Deps sorted = setting_.dispatcher == MoeDispatcher::kAllToAll
+                          ? reorder("sort chunks fwd", state.sent)
+                          : state.sent;
+  emit_.grouped_gemm("experts fc1 fwd", gemms_.fc1, setting_.grouped_gemm, sorted);
   emit_.memory_bound("experts act fwd", (dims_.gated ? 6.0 : 4.0) * expert_elements());
   const OpIndex fc2 = emit_.grouped_gemm("experts fc2 fwd", gemms_.fc2, setting_.grouped_gemm);
   state.combined = combine("fwd", {fc2});
@@ -330,7 +353,10 @@ void MoeOps::backward_experts(MoeBackward& state, bool recompute_activation) {
     emit_.set_tag(plain);
   }
   const bool grouped = setting_.grouped_gemm;
-  emit_.grouped_gemm("experts fc2 dgrad", gemms_.fc2_dgrad, grouped, state.combined);
+  const Deps sorted = setting_.dispatcher == MoeDispatcher::kAllToAll
+                          ? reorder("sort chunks bwd", state.combined)
+                          : state.combined;
+  emit_.grouped_gemm("experts fc2 dgrad", gemms_.fc2_dgrad, grouped, sorted);
   state.fc2_wgrad = emit_.grouped_wgrad("experts fc2 wgrad", gemms_.fc2_wgrad, grouped);
   emit_.memory_bound("experts act bwd", (dims_.gated ? 10.0 : 6.0) * expert_elements());
   const OpIndex fc1_d = emit_.grouped_gemm("experts fc1 dgrad", gemms_.fc1_dgrad, grouped);

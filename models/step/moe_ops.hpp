@@ -155,6 +155,8 @@ class MoeOps {
   }
   double expert_elements() const;
   double row_bytes() const;
+  // The alltoall dispatcher's reorder of the received rows by local expert (none for one).
+  Deps reorder(const std::string& name, const Deps& deps);
 
   OpEmitter& emit_;
   LayerDims dims_;

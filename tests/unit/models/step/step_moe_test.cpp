@@ -93,6 +93,25 @@ TEST_CASE("alltoall: the permute waits for the token counts, which padded buffer
   CHECK(select(pg, [&](const Op& op) { return label_has(pg, op, "moe counts ag"); }).empty());
 }
 
+TEST_CASE("alltoall: with several local experts the received rows are sorted and unsorted",
+          "[models][step][moe]") {
+  // ep 4 of 8 experts: 2 local experts. Uniform dropless routing sends each expert 1/8 of the
+  // 4 ranks' T·k = 2048·2 rows: a rank receives 4·4096/4 = 4096 rows. Megatron-Core's
+  // sort_chunks_by_idxs reorders them by expert after the dispatch and back before the
+  // combine, in both passes: 4 copies of 4096 rows, each read and written (2·4096·h·2 bytes).
+  json doc = moe_config();
+  doc["parallel"]["ep"] = 4;
+  const StepProgram program = build(doc);
+  const OpGraph& g = program.graphs[0];
+  const auto sorts = select(g, [&](const Op& op) { return label_has(g, op, "sort chunks"); });
+  REQUIRE(sorts.size() == 4);
+  for (OpIndex i : sorts) CHECK(g.op(i).bytes == Approx(2.0 * 4096 * kRow));
+  // One local expert (ep 8 of 8): the rows arrive grouped already, nothing to sort.
+  const StepProgram one_each = build(moe_config());
+  const OpGraph& og = one_each.graphs[0];
+  CHECK(select(og, [&](const Op& op) { return label_has(og, op, "sort chunks"); }).empty());
+}
+
 TEST_CASE("allgather: all-gather and reduce-scatter of every token over ETPxEP",
           "[models][step][moe]") {
   // The gathered buffer is the T rows of each of the 8 ranks: 8·2048 rows of h, independent
