@@ -197,14 +197,10 @@ Deps MoeOps::dispatch(const std::string& pass, const Deps& deps) {
     return {exchange("moe dispatch " + pass, CollectiveOp::kAllToAll, flex_rows_ * row_bytes(),
                      setting_.tp_ep_group, deps)};
   }
-  // The backward's rows leave the experts in expert order: put back in source order first (the
-  // forward's sort after this exchange is the first op of forward_experts).
-  const bool forward = pass == "fwd";
-  Deps in = forward ? deps : reorder("unsort chunks " + pass, deps);
   // An uneven all-to-all is paced by the rank receiving the most rows.
   const double rows = std::max(load_.sent_rows, load_.received_rows);
   Deps out{exchange("moe dispatch " + pass, CollectiveOp::kAllToAll, rows * row_bytes(),
-                    setting_.ep_group, in)};
+                    setting_.ep_group, deps)};
   if (setting_.etp > 1) {
     out = {exchange("moe etp ag " + pass, CollectiveOp::kAllGather,
                     d(setting_.etp) * load_.received_rows * row_bytes(), setting_.etp_group, out)};
@@ -216,9 +212,11 @@ Deps MoeOps::dispatch(const std::string& pass, const Deps& deps) {
 // grouped by expert: with several local experts Megatron-Core reorders every received row
 // (sort_chunks_by_idxs after the dispatch, its inverse before the combine; with padded
 // buffers a transpose made contiguous), one read and one write of each, and autograd runs the
-// inverse of each in the backward, on the same side of the exchange.
+// inverse of each in the backward, on the same side of the exchange. They are emitted with the
+// experts, so that under the EP overlap the compute stream reaches them only after the other
+// micro-batch's work that runs beside the exchange.
 Deps MoeOps::reorder(const std::string& name, const Deps& deps) {
-  if (local_experts_ <= 1) return deps;
+  if (setting_.dispatcher != MoeDispatcher::kAllToAll || local_experts_ <= 1) return deps;
   const double bytes = 2.0 * d(setting_.etp) * load_.received_rows * row_bytes();
   return {emit_.memory_bound(name, bytes, deps)};
 }
@@ -234,10 +232,7 @@ Deps MoeOps::combine(const std::string& pass, const Deps& deps) {
     return {exchange("moe combine " + pass, CollectiveOp::kAllToAll, flex_rows_ * row_bytes(),
                      setting_.tp_ep_group, deps)};
   }
-  // The forward's expert outputs go back to source order before the exchange (the backward's
-  // sort after it is the first op of backward_experts).
-  const bool forward = pass == "fwd";
-  Deps in = forward ? reorder("unsort chunks " + pass, deps) : deps;
+  Deps in = deps;
   if (setting_.etp > 1) {
     in = {exchange("moe etp rs " + pass, CollectiveOp::kReduceScatter,
                    d(setting_.etp) * load_.received_rows * row_bytes(), setting_.etp_group, in)};
@@ -304,15 +299,11 @@ MoeForward MoeOps::forward_dispatch(const Deps& deps) {
 void MoeOps::forward_experts(MoeForward& state) {
   const EagerScope eager(emit_, !moe_.capacity_factor);
   if (shared_beside()) shared_fc1_forward({});
-  // Emitted here, with the experts, so that under the EP overlap the compute stream reaches it
-  // only after the other micro-batch's work that runs beside the exchange.
-  const Deps sorted = setting_.dispatcher == MoeDispatcher::kAllToAll
-                          ? reorder("sort chunks fwd", state.sent)
-                          : state.sent;
-  emit_.grouped_gemm("experts fc1 fwd", gemms_.fc1, setting_.grouped_gemm, sorted);
+  emit_.grouped_gemm("experts fc1 fwd", gemms_.fc1, setting_.grouped_gemm,
+                     reorder("sort chunks fwd", state.sent));
   emit_.memory_bound("experts act fwd", (dims_.gated ? 6.0 : 4.0) * expert_elements());
   const OpIndex fc2 = emit_.grouped_gemm("experts fc2 fwd", gemms_.fc2, setting_.grouped_gemm);
-  state.combined = combine("fwd", {fc2});
+  state.combined = combine("fwd", reorder("unsort chunks fwd", {fc2}));
 }
 
 OpIndex MoeOps::forward_finish(MoeForward& state) {
@@ -353,10 +344,8 @@ void MoeOps::backward_experts(MoeBackward& state, bool recompute_activation) {
     emit_.set_tag(plain);
   }
   const bool grouped = setting_.grouped_gemm;
-  const Deps sorted = setting_.dispatcher == MoeDispatcher::kAllToAll
-                          ? reorder("sort chunks bwd", state.combined)
-                          : state.combined;
-  emit_.grouped_gemm("experts fc2 dgrad", gemms_.fc2_dgrad, grouped, sorted);
+  emit_.grouped_gemm("experts fc2 dgrad", gemms_.fc2_dgrad, grouped,
+                     reorder("sort chunks bwd", state.combined));
   state.fc2_wgrad = emit_.grouped_wgrad("experts fc2 wgrad", gemms_.fc2_wgrad, grouped);
   emit_.memory_bound("experts act bwd", (dims_.gated ? 10.0 : 6.0) * expert_elements());
   const OpIndex fc1_d = emit_.grouped_gemm("experts fc1 dgrad", gemms_.fc1_dgrad, grouped);
@@ -366,7 +355,7 @@ void MoeOps::backward_experts(MoeBackward& state, bool recompute_activation) {
   // is issued after it, and PyTorch's NCCL stream waits for what the compute stream was given.
   Deps fc1_done{fc1_d};
   if (!OpEmitter::is_deferred_placeholder(state.fc1_wgrad)) fc1_done.push_back(state.fc1_wgrad);
-  state.returned = dispatch("bwd", fc1_done);
+  state.returned = dispatch("bwd", reorder("unsort chunks bwd", fc1_done));
 }
 
 OpIndex MoeOps::backward_finish(MoeBackward& state, std::vector<GradReady>& grads) {

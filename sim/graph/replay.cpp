@@ -128,6 +128,10 @@ void Replay::State::build_rank(RankIndex rank, const OpGraph& graph,
   rs.trace.comm_ready =
       decltype(rs.trace.comm_ready)(graph.comm_count(), Time::zero(), ArenaAllocator<Time>(arena));
   std::map<GroupIndex, std::uint32_t> slots;
+  // A collective's ordinal on its group is its place in the rank's program among the group's
+  // collectives, as NCCL matches a communicator's calls by the order the host made them, not
+  // by the order their streams reach them (a rank may feed one group from several streams).
+  std::vector<std::uint32_t> program_ordinal;  // per slot; slots are numbered as first met
   for (OpIndex i = 0; i < n; ++i) {
     const std::size_t dependencies = graph.dependency_count(i);
     if (dependencies > RankState::kDepsMask) {
@@ -136,19 +140,14 @@ void Replay::State::build_rank(RankIndex rank, const OpGraph& graph,
                                   ")");
     }
     rs.op_state[i] = static_cast<std::uint32_t>(dependencies);  // Phase::kWaiting is 0
-    if (graph.shared_op(i).kind != OpKind::kCompute) rs.link(i) = link_of(rank, graph, i, slots);
+    const OpKind kind = graph.shared_op(i).kind;
+    if (kind == OpKind::kCompute) continue;
+    const std::uint32_t link = rs.link(i) = link_of(rank, graph, i, slots);
+    if (kind != OpKind::kCollective) continue;
+    if (link == program_ordinal.size()) program_ordinal.push_back(0);
+    rs.ordinal(i) = program_ordinal[link]++;
   }
-  rs.collectives_issued.assign(slots.size(), 0);
   rs.collectives_ended.assign(slots.size(), 0);
-  // A collective's ordinal on its group is its place in the rank's program among the group's
-  // collectives, as NCCL matches a communicator's calls by the order the host made them, not
-  // by the order their streams reach them (a rank may feed one group from several streams).
-  std::vector<std::uint32_t> program_ordinal(slots.size(), 0);
-  for (OpIndex i = 0; i < n; ++i) {
-    if (graph.shared_op(i).kind == OpKind::kCollective) {
-      rs.ordinal(i) = program_ordinal[rs.link(i)]++;
-    }
-  }
   rs.slot_group.resize(slots.size());
   for (const auto& [group, slot] : slots) rs.slot_group[slot] = group;
   rs.trace.ops = OpRecords(n, OpRecord{}, ArenaAllocator<OpRecord>(arena));
@@ -281,7 +280,6 @@ void Replay::State::start_compute(RankIndex rank, OpIndex index, const Op& op) {
 void Replay::State::arrive_collective(RankIndex rank, OpIndex index, const Op& op) {
   RankState& rs = ranks[rank];
   const std::uint32_t slot = rs.link(index);
-  ++rs.collectives_issued[slot];
   const std::uint32_t ordinal = rs.ordinal(index);
   const GroupIndex group = rs.slot_group[slot];
   GroupState& gs = groups[group];

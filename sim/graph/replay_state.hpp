@@ -79,9 +79,8 @@ struct RankState {
     std::uint32_t ordinal = 0;
   };
   std::vector<CommSlot, ArenaAllocator<CommSlot>> comm;
-  std::vector<std::uint32_t> collectives_issued;  // per collective slot (one per group used)
-  std::vector<std::uint32_t> collectives_ended;   // per collective slot
-  std::vector<GroupIndex> slot_group;             // collective slot -> its group
+  std::vector<std::uint32_t> collectives_ended;  // per collective slot
+  std::vector<GroupIndex> slot_group;            // collective slot -> its group
   std::uint32_t sm_comm_running = 0;  // communication ops holding SMs, from arrival to end
   // The host issues ops in program order: op i is issued at
   // host_base + (host_issued[i] - host_base_issued) unless a synchronising op before it has not
