@@ -54,8 +54,7 @@ int main(int argc, char** argv) {
     nlohmann::json document = nlohmann::json::parse(in);
     for (int i = 2; i < argc; ++i) apply_override(document, argv[i]);
     const models::RunConfig config = models::run_config_from_json(document, argv[1]);
-    const Profile profile =
-        load_profile(std::string(WALLSIM_SOURCE_ROOT) + "/calibration/profiles/h100-sxm.json");
+    const Profile profile = models::run_profile(config);  // the profile `wallsim run` uses
     const auto start = std::chrono::steady_clock::now();
     const models::SimulationResult result = models::simulate(config, profile.gpu, profile.comm);
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;

@@ -12,7 +12,25 @@
 namespace wallsim {
 namespace {
 
-// Compact JSON safe inside a <script> element: "</" cannot end it early.
+[[noreturn]] void reject_json(std::string_view text, const char* what) {
+  try {
+    // Parsed again only to name the error accept() found.
+    [[maybe_unused]] const auto document = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::invalid_argument(std::string(what) + " is not valid JSON: " + e.what());
+  }
+  throw std::invalid_argument(std::string(what) + " is not valid JSON");
+}
+
+// `text` made safe inside a <script> element: "</" cannot end it early.
+std::string script_safe(std::string text) {
+  for (std::size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at)) {
+    text.replace(at, 2, "<\\/");
+  }
+  return text;
+}
+
+// Compact JSON safe inside a <script> element.
 std::string embeddable(std::string_view text, const char* what) {
   nlohmann::json document;
   try {
@@ -20,11 +38,15 @@ std::string embeddable(std::string_view text, const char* what) {
   } catch (const nlohmann::json::parse_error& e) {
     throw std::invalid_argument(std::string(what) + " is not valid JSON: " + e.what());
   }
-  std::string compact = document.dump();
-  for (std::size_t at = compact.find("</"); at != std::string::npos; at = compact.find("</", at)) {
-    compact.replace(at, 2, "<\\/");
-  }
-  return compact;
+  return script_safe(document.dump());
+}
+
+// A large document embedded as it was written, once checked to be JSON: the timeline of a deep
+// pipeline runs to tens of megabytes, which a parse into a tree and a dump would take seconds
+// to copy.
+std::string embeddable_as_written(std::string_view text, const char* what) {
+  if (!nlohmann::json::accept(text)) reject_json(text, what);
+  return script_safe(std::string(text));
 }
 
 std::string escape_html(const std::string& text) {
@@ -57,7 +79,7 @@ void write_html_report(std::string_view summary_json, std::string_view timeline_
                        std::ostream& out) {
   const std::string summary = embeddable(summary_json, "summary");
   const std::string timeline =
-      timeline_json.empty() ? "null" : embeddable(timeline_json, "timeline");
+      timeline_json.empty() ? "null" : embeddable_as_written(timeline_json, "timeline");
   const auto parsed = nlohmann::json::parse(summary);
   const std::string title = "wallsim: " + parsed.value("model", std::string("run")) + " on " +
                             std::to_string(parsed.value("num_gpus", 0)) + " GPUs";

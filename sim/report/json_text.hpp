@@ -7,9 +7,9 @@
 
 namespace wallsim {
 
-// `text` as a JSON string literal, quotes included (RFC 8259 §7 escapes).
-inline std::string json_quote(std::string_view text) {
-  std::string quoted = "\"";
+// Appends `text` as a JSON string literal, quotes included (RFC 8259 §7 escapes).
+inline void append_json_quoted(std::string& quoted, std::string_view text) {
+  quoted += '"';
   for (const char c : text) {
     if (c == '"' || c == '\\') {
       quoted += '\\';
@@ -22,7 +22,14 @@ inline std::string json_quote(std::string_view text) {
       quoted += c;
     }
   }
-  return quoted + "\"";
+  quoted += '"';
+}
+
+// `text` as a JSON string literal, quotes included.
+inline std::string json_quote(std::string_view text) {
+  std::string quoted;
+  append_json_quoted(quoted, text);
+  return quoted;
 }
 
 }  // namespace wallsim

@@ -1,6 +1,7 @@
 #include "sim/report/timeline.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <map>
 #include <ostream>
@@ -13,8 +14,13 @@
 namespace wallsim {
 namespace {
 
+// printf's "%.*f" (std::to_chars writes the same digits, faster; a text too long for the
+// buffer is cut as snprintf cuts it).
 std::string fixed(double value, int decimals) {
   char buffer[40];
+  const auto [end, error] =
+      std::to_chars(buffer, buffer + sizeof buffer - 1, value, std::chars_format::fixed, decimals);
+  if (error == std::errc()) return std::string(buffer, end);
   std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
   return buffer;
 }
@@ -52,7 +58,7 @@ void write_rank(const TraceRank& rank, Time end, std::ostream& out) {
   out << "{\"name\":" << json_quote(rank.name) << ",\"rank\":" << rank.id
       << ",\"stage\":" << rank.stage << ",\"ops\":[";
   for (OpIndex i = 0; i < rank.graph->size(); ++i) {
-    const Op& op = rank.graph->op(i);
+    const Op& op = rank.graph->shared_op(i);  // stream, category and label: not rebound
     const OpRecord& record = rank.trace->ops[i];
     auto [slot, added] = label_slot.try_emplace(op.label, labels.size());
     if (added) labels.push_back(op.label);

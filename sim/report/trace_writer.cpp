@@ -1,11 +1,13 @@
 #include "sim/report/trace_writer.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -32,11 +34,43 @@ std::string number(double value) {
   return buffer;
 }
 
+// The same texts appended to a line that is reused from event to event: a trace of millions of
+// ops would spend most of its writing time building short strings. std::to_chars writes what printf
+// writes for these formats ("%.6g" is its general format at precision 6).
+void append_int(std::string& line, std::int64_t value) {
+  char buffer[24];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, value).ptr;
+  line.append(buffer, end);
+}
+
+void append_micros(std::string& line, std::int64_t ns) {
+  if (ns < 0) {
+    line += micros(ns);
+    return;
+  }
+  append_int(line, ns / 1000);
+  const auto fraction = static_cast<int>(ns % 1000);
+  const char digits[4] = {'.', char('0' + fraction / 100), char('0' + fraction / 10 % 10),
+                          char('0' + fraction % 10)};
+  line.append(digits, sizeof digits);
+}
+
+void append_number(std::string& line, double value) {
+  char buffer[32];
+  const auto end =
+      std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::general, 6).ptr;
+  line.append(buffer, end);
+}
+
 class EventStream {
  public:
   explicit EventStream(std::ostream& out) : out_(out) {}
-  void add(const std::string& event) {
-    out_ << (stats_.events == 0 ? "\n" : ",\n") << event;
+  void add(std::string_view event) {
+    if (stats_.events == 0)
+      out_.put('\n');
+    else
+      out_.write(",\n", 2);
+    out_.write(event.data(), static_cast<std::streamsize>(event.size()));
     ++stats_.events;
   }
   TraceStats& stats() { return stats_; }
@@ -51,22 +85,42 @@ std::string metadata(const char* name, int pid, int tid, const std::string& args
          ",\"tid\":" + std::to_string(tid) + ",\"args\":{" + args + "}}";
 }
 
-std::string op_args(const TraceInput& input, const TraceRank& rank, OpIndex index) {
+void append_op_args(std::string& line, const TraceInput& input, const TraceRank& rank,
+                    OpIndex index) {
   const Op& op = rank.graph->op(index);
   const OpRecord& record = rank.trace->ops[index];
-  std::string args = "\"op\":" + std::to_string(index);
-  if (op.microbatch) args += ",\"mb\":" + std::to_string(*op.microbatch);
-  if (op.layer) args += ",\"layer\":" + std::to_string(*op.layer);
-  if (op.flops > 0) args += ",\"flops\":" + number(op.flops);
+  line += "\"op\":";
+  append_int(line, index);
+  if (op.microbatch) {
+    line += ",\"mb\":";
+    append_int(line, *op.microbatch);
+  }
+  if (op.layer) {
+    line += ",\"layer\":";
+    append_int(line, *op.layer);
+  }
+  if (op.flops > 0) {
+    line += ",\"flops\":";
+    append_number(line, op.flops);
+  }
   const Time ready = rank.trace->ready(*rank.graph, index);
-  if (record.start > ready) args += ",\"wait_us\":" + micros(to_ns(record.start - ready));
-  if (op.kind == OpKind::kCompute || !input.comm_detail) return args;
+  if (record.start > ready) {
+    line += ",\"wait_us\":";
+    append_micros(line, to_ns(record.start - ready));
+  }
+  if (op.kind == OpKind::kCompute || !input.comm_detail) return;
   const CommDetail detail = input.comm_detail(rank, op);
-  args += ",\"collective\":" + json_quote(detail.op) + ",\"bytes\":" + number(detail.bytes) +
-          ",\"ranks\":" + std::to_string(detail.ranks) + ",\"tier\":\"" +
-          (detail.crosses_domains ? "network" : "nvlink") + "\"";
-  if (op.kind == OpKind::kCollective) args += ",\"group\":" + std::to_string(op.group);
-  return args;
+  line += ",\"collective\":";
+  append_json_quoted(line, detail.op);
+  line += ",\"bytes\":";
+  append_number(line, detail.bytes);
+  line += ",\"ranks\":";
+  append_int(line, detail.ranks);
+  line += detail.crosses_domains ? ",\"tier\":\"network\"" : ",\"tier\":\"nvlink\"";
+  if (op.kind == OpKind::kCollective) {
+    line += ",\"group\":";
+    append_int(line, op.group);
+  }
 }
 
 std::string category_of(const Op& op) {
@@ -76,14 +130,13 @@ std::string category_of(const Op& op) {
 
 // Ops of a rank in the order the trace lists them: by stream, then start, then index.
 std::vector<OpIndex> ordered_ops(const TraceRank& rank) {
-  std::vector<OpIndex> order(rank.graph->size());
-  for (OpIndex i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](OpIndex a, OpIndex b) {
-    const auto key = [&](OpIndex i) {
-      return std::make_tuple(rank.graph->op(i).stream, rank.trace->ops[i].start, i);
-    };
-    return key(a) < key(b);
-  });
+  std::vector<std::tuple<StreamIndex, Time, OpIndex>> keys(rank.graph->size());
+  for (OpIndex i = 0; i < keys.size(); ++i) {
+    keys[i] = {rank.graph->shared_op(i).stream, rank.trace->ops[i].start, i};
+  }
+  std::sort(keys.begin(), keys.end());
+  std::vector<OpIndex> order(keys.size());
+  for (std::size_t k = 0; k < keys.size(); ++k) order[k] = std::get<2>(keys[k]);
   return order;
 }
 
@@ -97,15 +150,27 @@ void write_rank_slices(const TraceInput& input, const TraceRank& rank, EventStre
         metadata("thread_name", rank.id, s, "\"name\":" + json_quote(input.stream_name(stream))));
     events.add(metadata("thread_sort_index", rank.id, s, "\"sort_index\":" + std::to_string(s)));
   }
+  std::string line;
   for (OpIndex i : ordered_ops(rank)) {
     const Op& op = rank.graph->op(i);
     const OpRecord& record = rank.trace->ops[i];
     const std::int64_t start = to_ns(record.start);
-    events.add("{\"name\":" + json_quote(rank.graph->label(op.label)) + ",\"cat\":\"" +
-               category_of(op) + "\",\"ph\":\"X\",\"ts\":" + micros(start) +
-               ",\"dur\":" + micros(to_ns(record.end) - start) +
-               ",\"pid\":" + std::to_string(rank.id) + ",\"tid\":" + std::to_string(op.stream) +
-               ",\"args\":{" + op_args(input, rank, i) + "}}");
+    line.assign("{\"name\":");
+    append_json_quoted(line, rank.graph->label(op.label));
+    line += ",\"cat\":\"";
+    line += category_of(op);
+    line += "\",\"ph\":\"X\",\"ts\":";
+    append_micros(line, start);
+    line += ",\"dur\":";
+    append_micros(line, to_ns(record.end) - start);
+    line += ",\"pid\":";
+    append_int(line, rank.id);
+    line += ",\"tid\":";
+    append_int(line, op.stream);
+    line += ",\"args\":{";
+    append_op_args(line, input, rank, i);
+    line += "}}";
+    events.add(line);
     ++events.stats().slices;
   }
 }
@@ -138,8 +203,9 @@ void write_link_counter(const TraceInput& input, const TraceRank& rank, EventStr
   };
   std::vector<Change> changes;
   for (OpIndex i = 0; i < rank.graph->size(); ++i) {
+    const OpKind kind = rank.graph->shared_op(i).kind;
+    if (kind == OpKind::kCompute || kind == OpKind::kRecv) continue;
     const Op& op = rank.graph->op(i);
-    if (op.kind == OpKind::kCompute || op.kind == OpKind::kRecv) continue;
     const OpRecord& record = rank.trace->ops[i];
     const std::int64_t from = to_ns(record.start), to = to_ns(record.end);
     if (to <= from) continue;
@@ -175,7 +241,7 @@ std::map<FlowKey, std::vector<FlowEnd>> match_communication(const TraceInput& in
   for (const TraceRank& rank : input.ranks) {
     std::vector<OpIndex> comm;
     for (OpIndex i = 0; i < rank.graph->size(); ++i) {
-      if (rank.graph->op(i).kind != OpKind::kCompute) comm.push_back(i);
+      if (rank.graph->shared_op(i).kind != OpKind::kCompute) comm.push_back(i);
     }
     std::stable_sort(comm.begin(), comm.end(), [&](OpIndex a, OpIndex b) {
       return rank.trace->ops[a].start < rank.trace->ops[b].start;
@@ -200,6 +266,7 @@ std::map<FlowKey, std::vector<FlowEnd>> match_communication(const TraceInput& in
 
 void write_flows(const TraceInput& input, EventStream& events) {
   std::uint64_t id = 0;
+  std::string line;
   for (auto& [key, ends] : match_communication(input)) {
     if (ends.size() < 2) continue;
     ++id;
@@ -208,10 +275,22 @@ void write_flows(const TraceInput& input, EventStream& events) {
       const char* phase = e == 0 ? "s" : (e + 1 == ends.size() ? "f" : "t");
       const TraceRank& rank = *ends[e].rank;
       const Op& op = rank.graph->op(ends[e].op);
-      events.add("{\"name\":" + json_quote(rank.graph->label(op.label)) + ",\"cat\":\"" + cat +
-                 "\",\"ph\":\"" + phase + "\",\"bp\":\"e\",\"id\":" + std::to_string(id) +
-                 ",\"ts\":" + micros(to_ns(rank.trace->ops[ends[e].op].start)) + ",\"pid\":" +
-                 std::to_string(rank.id) + ",\"tid\":" + std::to_string(op.stream) + "}");
+      line.assign("{\"name\":");
+      append_json_quoted(line, rank.graph->label(op.label));
+      line += ",\"cat\":\"";
+      line += cat;
+      line += "\",\"ph\":\"";
+      line += phase;
+      line += "\",\"bp\":\"e\",\"id\":";
+      append_int(line, static_cast<std::int64_t>(id));
+      line += ",\"ts\":";
+      append_micros(line, to_ns(rank.trace->ops[ends[e].op].start));
+      line += ",\"pid\":";
+      append_int(line, rank.id);
+      line += ",\"tid\":";
+      append_int(line, op.stream);
+      line += "}";
+      events.add(line);
     }
     ++events.stats().flows;
   }

@@ -74,6 +74,23 @@ TEST_CASE("report.html rejects a summary that is not JSON", "[report][html]") {
   CHECK_THROWS_AS(write_html_report(summary_text(), "[1,", page), std::invalid_argument);
 }
 
+TEST_CASE("report.html carries the timeline as written, with \"</\" escaped", "[report][html]") {
+  // A label that would end the <script> element early; "<\/" is JSON's escape of the same "/".
+  const std::string timeline =
+      "{\"version\":1,\"step_s\":2.000,\"ranks\":[\n{\"labels\":[\"a</script>b\"]}]}\n";
+  std::ostringstream page;
+  write_html_report(summary_text(), timeline, page);
+  const std::string html = page.str();
+  const std::string open = "<script type=\"application/json\" id=\"timeline-data\">";
+  const auto from = html.find(open);
+  REQUIRE(from != std::string::npos);
+  const auto begin = from + open.size();
+  const std::string embedded = html.substr(begin, html.find("</script>", begin) - begin);
+  CHECK(embedded.find("</") == std::string::npos);
+  CHECK(embedded.find("2.000") != std::string::npos);  // not re-serialised
+  CHECK(json::parse(embedded) == json::parse(timeline));
+}
+
 TEST_CASE("timeline.json lists ops five numbers each and thins memory keeping the peak",
           "[report][timeline]") {
   const MemoryRank rank;
