@@ -2,8 +2,8 @@
 // 2021 §2.2.2; schedules.py with microbatch_group_size_per_vp_stage = pp). Forwards follow the
 // schedule table: groups of pp micro-batches, chunk-major within a group. Backwards take the
 // same table with the chunk order reversed. Stage s warms up with 2·(pp − s − 1) + (vpp − 1)·pp
-// forwards, or runs every forward first when m = pp. More than pp micro-batches must be a
-// multiple of pp.
+// forwards, or runs every forward first when m = pp. The micro-batches must be a multiple of pp
+// (fewer than pp, or a remainder, Megatron-Core refuses).
 #include "models/schedules/builtin_schedules.hpp"
 
 #include <algorithm>
@@ -36,11 +36,17 @@ std::string interleaved_rejects(const PipelineShape& shape) {
   if (shape.vpp <= 1) {
     return "parallel.vpp = 1: \"interleaved\" needs vpp > 1 model chunks per stage";
   }
-  // Megatron-Core runs the micro-batches in groups of pp per model chunk and refuses a last
-  // group smaller than pp (schedules.py, forward_backward_pipelining_with_interleaving, with
-  // microbatch_group_size_per_vp_stage = pp): a remainder leaves stages waiting on activations
-  // that no group sends.
-  if (shape.microbatches > shape.pp && shape.microbatches % shape.pp != 0) {
+  // Megatron-Core runs the micro-batches in groups of pp per model chunk
+  // (microbatch_group_size_per_vp_stage = pp), refuses a group larger than the micro-batches
+  // and a last group smaller than pp (schedules.py, forward_backward_pipelining_with_interleaving):
+  // a remainder leaves stages waiting on activations that no group sends.
+  if (shape.microbatches < shape.pp) {
+    return "training.global_batch gives " + std::to_string(shape.microbatches) +
+           " micro-batches per pipeline, fewer than pp = " + std::to_string(shape.pp) +
+           "; the interleaved schedule needs at least pp (Megatron-Core groups them by pp per "
+           "model chunk)";
+  }
+  if (shape.microbatches % shape.pp != 0) {
     return "training.global_batch gives " + std::to_string(shape.microbatches) +
            " micro-batches per pipeline; the interleaved schedule needs a multiple of pp = " +
            std::to_string(shape.pp) +

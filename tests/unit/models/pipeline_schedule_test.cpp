@@ -72,18 +72,22 @@ TEST_CASE("the registry lists the built-in schedules and finds them by name",
   CHECK_THROWS(register_pipeline_schedule(*find_pipeline_schedule("1f1b")));  // name taken
 }
 
-TEST_CASE("interleaved refuses more than pp micro-batches that are not a multiple of pp",
-          "[models][schedule]") {
-  // Megatron-Core groups micro-batches by pp per model chunk and raises on a last group smaller
-  // than pp: 9 or 12 micro-batches over pp 8 are refused, 8, 16 and 24 run; fewer than pp
-  // (every forward first) are simulated as before.
+TEST_CASE("interleaved refuses micro-batches that are not a multiple of pp", "[models][schedule]") {
+  // Megatron-Core groups micro-batches by pp per model chunk, raises on a group larger than the
+  // micro-batches and on a last group smaller than pp: 1, 4 or 7 micro-batches over pp 8 (fewer
+  // than one group) and 9 or 12 (a remainder) are refused; 8, 16 and 24 run.
   const PipelineSchedule* interleaved = find_pipeline_schedule("interleaved");
   for (const std::int64_t m : {9, 12, 15, 17}) {
     const std::string why = interleaved->rejects({8, 4, m});
     CHECK(why.find("multiple of pp = 8") != std::string::npos);
     CHECK(why.find(std::to_string(m) + " micro-batches") != std::string::npos);
   }
-  for (const std::int64_t m : {4, 8, 16, 24}) CHECK(interleaved->rejects({8, 4, m}) == "");
+  for (const std::int64_t m : {1, 4, 7}) {
+    const std::string why = interleaved->rejects({8, 4, m});
+    CHECK(why.find("fewer than pp = 8") != std::string::npos);
+    CHECK(why.find(std::to_string(m) + " micro-batches") != std::string::npos);
+  }
+  for (const std::int64_t m : {8, 16, 24}) CHECK(interleaved->rejects({8, 4, m}) == "");
   // Every stage of an accepted shape gets each (micro-batch, chunk) forward and backward once.
   for (std::int64_t stage = 0; stage < 8; ++stage) {
     CHECK(interleaved->order({8, 4, 24}, stage).size() == 2 * 24 * 4);
