@@ -107,3 +107,42 @@ TEST_CASE("a vector under one huge page stays on the heap", "[core][arena]") {
   CHECK(wallsim::huge_page_rounded(0) == wallsim::kHugePageBytes);
   CHECK(wallsim::huge_page_rounded(wallsim::kHugePageBytes + 1) == 2 * wallsim::kHugePageBytes);
 }
+
+#if defined(__linux__)
+TEST_CASE("a freed huge-page block is kept for the next block it fits", "[core][arena]") {
+  using wallsim::kept_huge_page_bytes;
+  using wallsim::map_huge_pages;
+  using wallsim::unmap_huge_pages;
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  wallsim::release_kept_huge_pages();  // what other tests left
+  REQUIRE(kept_huge_page_bytes() == 0);
+
+  // Freed, kept whole, handed out again at the same address for the same size.
+  void* a = map_huge_pages(4 * kMiB);
+  static_cast<unsigned char*>(a)[0] = 7;
+  unmap_huge_pages(a, 4 * kMiB);
+  CHECK(kept_huge_page_bytes() == 4 * kMiB);
+  void* b = map_huge_pages(4 * kMiB);
+  CHECK(b == a);
+  CHECK(kept_huge_page_bytes() == 0);
+
+  // A smaller request takes the smallest kept block that fits; the part past the request goes
+  // back to the system (reads as zeros), and the whole block is kept again when it is freed.
+  static_cast<unsigned char*>(b)[3 * kMiB] = 9;
+  unmap_huge_pages(b, 4 * kMiB);
+  void* c = map_huge_pages(1 * kMiB);
+  CHECK(c == a);
+  CHECK(static_cast<unsigned char*>(c)[3 * kMiB] == 0);
+  unmap_huge_pages(c, 1 * kMiB);
+  CHECK(kept_huge_page_bytes() == 4 * kMiB);
+
+  // No kept block fits 8 MiB: kept blocks make room before the new mapping (4 MiB unmapped).
+  void* d = map_huge_pages(8 * kMiB);
+  CHECK(kept_huge_page_bytes() == 0);
+  CHECK(address(d) % wallsim::kHugePageBytes == 0);
+  unmap_huge_pages(d, 8 * kMiB);
+  CHECK(kept_huge_page_bytes() == 8 * kMiB);
+  wallsim::release_kept_huge_pages();
+  CHECK(kept_huge_page_bytes() == 0);
+}
+#endif
