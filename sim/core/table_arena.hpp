@@ -33,14 +33,8 @@ std::size_t huge_page_rounded(std::size_t bytes);
 // plain operator new): its whole 2 MiB ranges fault in as one page each, a last partial range
 // page by page (4 KiB). std::bad_alloc when the system has no room.
 void* map_huge_pages(std::size_t bytes);
-// Gives back a block of map_huge_pages(bytes). It stays mapped, its pages resident, for a later
-// map_huge_pages it fits (handed out as it was left, not cleared); a new mapping first unmaps
-// kept blocks of at least its size, so kept blocks add to the memory the process holds only up
-// to its earlier high-water mark.
+// Releases a block of map_huge_pages(bytes) to the system at once.
 void unmap_huge_pages(void* block, std::size_t bytes) noexcept;
-// Unmaps every kept block now, and the bytes they hold.
-void release_kept_huge_pages() noexcept;
-std::size_t kept_huge_page_bytes();
 // Gives the system back the memory of bytes [used, bytes) of a block of map_huge_pages(bytes)
 // (the whole 4 KiB pages among them; a huge page they cut is split), which then read as zeros:
 // room a container reserved and did not fill, or the rest of the huge page its last entries
@@ -107,9 +101,8 @@ class ArenaAllocator {
 };
 
 // HugePageAllocator<T> puts a large std::vector on huge pages of its own (map_huge_pages), so
-// that filling it faults once per 2 MiB rather than once per 4 KiB, and a freed block is kept
-// for the next vector it fits (unmap_huge_pages); blocks under one huge page come from the heap
-// as usual.
+// that filling it faults once per 2 MiB rather than once per 4 KiB, and its memory goes back to
+// the system when it is freed; blocks under one huge page come from the heap as usual.
 template <typename T>
 class HugePageAllocator {
  public:
