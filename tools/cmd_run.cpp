@@ -3,6 +3,7 @@
 // --samples, N seeded steps of a run with variability, reporting their spread); with --out write
 // summary.json, timeline.json, trace.json and report.html into DIR.
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -67,6 +68,23 @@ void write_outputs(const models::RunConfig& config, const models::SimulationResu
         << " linked collectives/transfers, " << human_size(trace_bytes) << "\n";
 }
 
+// Re-simulations of variants of the run (sensitivities, fit suggestions) at a time: --jobs (default
+// all cores), as many as fit in kWhatIfMemoryBytes at an estimated kWhatIfBytesPerOp per op of
+// the step (a deep MoE pipeline of 2.5 M ops peaked at 395 MiB), so a step of tens of millions
+// of ops (full fidelity on 1,024 GPUs) re-simulates one at a time.
+constexpr double kWhatIfMemoryBytes = 640.0 * 1024 * 1024;
+constexpr double kWhatIfBytesPerOp = 160;
+
+int what_if_threads(const RunOptions& options, const models::StepProgram& program) {
+  const int jobs = options.jobs > 0
+                       ? options.jobs
+                       : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  double ops = 0;
+  for (const auto& graph : program.graphs) ops += static_cast<double>(graph.size());
+  const double fit = std::floor(kWhatIfMemoryBytes / std::max(1.0, ops * kWhatIfBytesPerOp));
+  return std::clamp(static_cast<int>(std::min<double>(fit, jobs)), 1, jobs);
+}
+
 int run(const RunOptions& options) {
   const models::RunConfig config = load_config(options.config);
   models::check_trace_ranks(config, options.trace_ranks);  // before the simulation, not after
@@ -99,14 +117,15 @@ int run(const RunOptions& options) {
   log_notes(result.summary.notes);
   const auto trace_ranks = models::select_trace_ranks(
       result.program, options.trace_ranks, config.simulation.fidelity == models::Fidelity::kFull);
+  const int what_if_jobs = what_if_threads(options, result.program);
   if (options.sensitivity) {
-    spdlog::info("re-simulating 8 times for the sensitivities");
+    spdlog::info("re-simulating up to 10 times for the sensitivities, {} at a time", what_if_jobs);
     // The what-ifs replay sample 0 of a varied run: compare them with that sample's step.
     const double baseline = result.summary.distribution
                                 ? result.summary.distribution->step_s.front()
                                 : result.summary.iteration_time_s;
     result.summary.sensitivities =
-        models::sensitivities(config, profile.gpu, profile.comm, baseline);
+        models::sensitivities(config, profile.gpu, profile.comm, baseline, what_if_jobs);
   }
   if (!result.summary.fits_in_memory) {
     result.summary.fit_suggestions =
@@ -115,10 +134,11 @@ int run(const RunOptions& options) {
         std::count_if(result.summary.fit_suggestions.begin(), result.summary.fit_suggestions.end(),
                       [](const auto& fit) { return fit.valid && fit.fits; });
     if (fitting > 0) {
-      spdlog::info("re-simulating the {} change{} that fit, for their step time", fitting,
-                   fitting == 1 ? "" : "s");
+      spdlog::info("re-simulating the {} change{} that fit, for their step time, {} at a time",
+                   fitting, fitting == 1 ? "" : "s", what_if_jobs);
       models::time_fit_suggestions(config, profile.gpu, profile.comm,
-                                   result.summary.iteration_time_s, result.summary.fit_suggestions);
+                                   result.summary.iteration_time_s, result.summary.fit_suggestions,
+                                   what_if_jobs);
     }
   }
   std::ostream& human = options.config.json ? std::cerr : std::cout;
@@ -149,7 +169,8 @@ void add_run_command(CLI::App& app, CommandSet& commands) {
                   "p50, p90 (the summary and report describe the median step)")
       ->check(CLI::Range(1, 1000000));
   sub->add_option("--jobs,-j", options->jobs,
-                  "Threads for --samples (default: all cores; results do not depend on it)")
+                  "Threads for --samples, --sensitivity and the fit suggestions' re-simulations "
+                  "(default: all cores; results do not depend on it)")
       ->check(CLI::Range(1, 4096));
   sub->add_flag("--sensitivity", options->sensitivity,
                 "Re-simulate with ±10% NVLink, IB, GEMM efficiency and HBM bandwidth");

@@ -1,9 +1,14 @@
 #include "models/run/what_if.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "models/memory.hpp"
 #include "models/run/simulate.hpp"
@@ -23,6 +28,31 @@ double scale_gemm(GpuProfile& gpu, double factor, Dtype training) {
     compute.gemm_best_flops = scaled;
   }
   return applied;
+}
+
+// Runs what(0) .. what(count - 1) on up to `jobs` threads, each index once; rethrows the failure
+// of the lowest index that failed, so what is reported does not depend on the threads.
+void for_each_index(std::size_t count, int jobs, const std::function<void(std::size_t)>& what) {
+  std::vector<std::exception_ptr> failures(count);
+  std::atomic<std::size_t> next{0};
+  const auto worker = [&] {
+    for (std::size_t i = next++; i < count; i = next++) {
+      try {
+        what(i);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    }
+  };
+  const std::size_t threads =
+      std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, jobs)));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& thread : pool) thread.join();
+  for (const auto& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
 }
 
 // A number as an override value that reads back as the same double.
@@ -201,17 +231,28 @@ std::optional<Sensitivity> cuda_graphs_what_if(const RunConfig& config, const Gp
 }
 
 std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile& gpu,
-                                       const CommProfile& comm, double baseline_step_s) {
-  std::vector<Sensitivity> all;
+                                       const CommProfile& comm, double baseline_step_s, int jobs) {
+  struct WhatIf {
+    const char* parameter;  // nullptr: the next CUDA-graph scope
+    double factor;
+  };
+  std::vector<WhatIf> what_ifs;
   for (const char* parameter :
        {"nvlink_bandwidth", "ib_bandwidth", "gemm_efficiency", "hbm_bandwidth"}) {
-    for (double factor : {1.1, 0.9}) {
-      all.push_back(sensitivity(config, gpu, comm, parameter, factor, baseline_step_s));
-    }
+    for (double factor : {1.1, 0.9}) what_ifs.push_back({parameter, factor});
   }
-  all.push_back(sensitivity(config, gpu, comm, "host_issue_cost", 0.5, baseline_step_s));
-  if (auto graphs = cuda_graphs_what_if(config, gpu, comm, baseline_step_s)) {
-    all.push_back(std::move(*graphs));
+  what_ifs.push_back({"host_issue_cost", 0.5});
+  what_ifs.push_back({nullptr, 1});
+  std::vector<std::optional<Sensitivity>> answers(what_ifs.size());
+  for_each_index(what_ifs.size(), jobs, [&](std::size_t i) {
+    const WhatIf& w = what_ifs[i];
+    answers[i] = w.parameter
+                     ? sensitivity(config, gpu, comm, w.parameter, w.factor, baseline_step_s)
+                     : cuda_graphs_what_if(config, gpu, comm, baseline_step_s);
+  });
+  std::vector<Sensitivity> all;
+  for (auto& answer : answers) {
+    if (answer) all.push_back(std::move(*answer));
   }
   return all;
 }
@@ -239,9 +280,13 @@ std::vector<FitCandidate> fit_suggestions(const RunConfig& config, double hbm_by
 }
 
 void time_fit_suggestions(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
-                          double baseline_step_s, std::vector<FitCandidate>& candidates) {
+                          double baseline_step_s, std::vector<FitCandidate>& candidates, int jobs) {
+  std::vector<FitCandidate*> to_time;
   for (FitCandidate& fit : candidates) {
-    if (!fit.valid || !fit.fits) continue;
+    if (fit.valid && fit.fits) to_time.push_back(&fit);
+  }
+  for_each_index(to_time.size(), jobs, [&](std::size_t i) {
+    FitCandidate& fit = *to_time[i];
     try {
       const RunConfig changed = variant_of(config, fit.overrides);
       fit.step_s = simulate(changed, gpu, comm).summary.iteration_time_s;
@@ -250,7 +295,7 @@ void time_fit_suggestions(const RunConfig& config, const GpuProfile& gpu, const 
     } catch (const std::exception& error) {
       fit.note = error.what();
     }
-  }
+  });
 }
 
 }  // namespace wallsim::models

@@ -24,9 +24,11 @@ Sensitivity sensitivity(const RunConfig& config, const GpuProfile& gpu, const Co
 
 // The four hardware parameters at ×1.1 and ×0.9, in that order; then the host's issue cost
 // ×0.5, and the next CUDA-graph scope (none → per_layer, per_layer → full_iteration; left out
-// when already full_iteration or when the config refuses it).
+// when already full_iteration or when the config refuses it). The re-simulations run `jobs` at
+// a time (each on its own thread); the answers do not depend on it.
 std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile& gpu,
-                                       const CommProfile& comm, double baseline_step_s);
+                                       const CommProfile& comm, double baseline_step_s,
+                                       int jobs = 1);
 
 // Candidates, each alone: recompute selective, recompute full, distributed optimizer, micro-batch
 // halved, pp ×2, tp ×2 (within an NVLink domain); the memory-saving training switches together;
@@ -45,7 +47,9 @@ std::vector<FitCandidate> fit_suggestions(const RunConfig& config, double hbm_by
 // What each change that fits costs in time: re-simulates the variant of every valid candidate
 // that fits (variant_of with its overrides, the same profile) and records its step and its change
 // against `baseline_step_s`. A variant the simulator refuses stays untimed, its reason in `note`.
+// `jobs` variants are simulated at a time; the answers do not depend on it.
 void time_fit_suggestions(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
-                          double baseline_step_s, std::vector<FitCandidate>& candidates);
+                          double baseline_step_s, std::vector<FitCandidate>& candidates,
+                          int jobs = 1);
 
 }  // namespace wallsim::models

@@ -148,6 +148,14 @@ TEST_CASE("more bandwidth or efficiency never slows a step, less never speeds it
   // GEMM time dominates this step: faster GEMMs must show.
   CHECK(all[4].parameter == "gemm_efficiency");
   CHECK(all[5].change > 0);
+  // Three threads give the same answers in the same order as one.
+  const auto threaded = sensitivities(config, h100().gpu, h100().comm, step, 3);
+  REQUIRE(threaded.size() == all.size());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    CHECK(threaded[i].parameter == all[i].parameter);
+    CHECK(threaded[i].factor == all[i].factor);
+    CHECK(threaded[i].step_s == all[i].step_s);
+  }
 }
 
 TEST_CASE("a layout that does not fit gets changes that lower its peak", "[models][report]") {
@@ -257,4 +265,13 @@ TEST_CASE("a change that fits is timed against the run's own step", "[models][re
     if (f.change == "recompute=full") CHECK(f.step_change > 0);
   }
   CHECK(timed > 0);
+  // Timed two at a time, every candidate gets the same answer.
+  auto threaded = fit_suggestions(config, hbm);
+  time_fit_suggestions(config, h100().gpu, h100().comm, base, threaded, 2);
+  REQUIRE(threaded.size() == fits.size());
+  for (std::size_t i = 0; i < fits.size(); ++i) {
+    CHECK(threaded[i].timed == fits[i].timed);
+    CHECK(threaded[i].step_s == fits[i].step_s);
+    CHECK(threaded[i].note == fits[i].note);
+  }
 }
