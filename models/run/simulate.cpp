@@ -1,16 +1,14 @@
 #include "models/run/simulate.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "models/run/network_comm_service.hpp"
 #include "models/run/report_data.hpp"
 #include "models/run/summarize.hpp"
 #include "models/run/variability.hpp"
+#include "sim/core/parallel_for.hpp"
 #include "sim/network/model/network_model.hpp"
 
 namespace wallsim::models {
@@ -139,31 +137,15 @@ SimulationResult simulate_samples(const RunConfig& config, const GpuProfile& gpu
   result.program = build_step(config, GpuModel(gpu), config.simulation.fidelity);
   for (const auto& graph : result.program.graphs) graph.prepare();  // before the threads read it
   std::vector<RunSummary> summaries(static_cast<std::size_t>(std::max(samples, 1)));
-  std::atomic<std::size_t> next{0};
   std::mutex report;
   int done = 0;
-  std::exception_ptr failure;
-  const auto worker = [&] {
-    for (std::size_t i = next++; i < summaries.size(); i = next++) {
-      try {
-        summaries[i] = replay_step(config, gpu, comm, result.program, i, nullptr);
-      } catch (...) {
-        const std::lock_guard lock(report);
-        if (!failure) failure = std::current_exception();
-        next = summaries.size();
-        return;
-      }
-      const std::lock_guard lock(report);
-      ++done;
-      if (progress) progress(done);
-    }
-  };
-  const auto threads = static_cast<std::size_t>(std::clamp(jobs, 1, samples));
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& thread : pool) thread.join();
-  if (failure) std::rethrow_exception(failure);
+  parallel_for(static_cast<std::int64_t>(summaries.size()), jobs, [&](std::int64_t i) {
+    const auto sample = static_cast<std::size_t>(i);
+    summaries[sample] = replay_step(config, gpu, comm, result.program, sample, nullptr);
+    const std::lock_guard lock(report);
+    ++done;
+    if (progress) progress(done);
+  });
 
   const StepDistribution distribution = distribution_of(summaries);
   const auto median = static_cast<std::uint64_t>(distribution.median_sample);

@@ -1,18 +1,16 @@
 #include "models/run/what_if.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <exception>
-#include <functional>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "models/memory.hpp"
 #include "models/run/simulate.hpp"
 #include "sim/core/input_error.hpp"
+#include "sim/core/parallel_for.hpp"
 #include "sim/hw/dtype.hpp"
 
 namespace wallsim::models {
@@ -28,31 +26,6 @@ double scale_gemm(GpuProfile& gpu, double factor, Dtype training) {
     compute.gemm_best_flops = scaled;
   }
   return applied;
-}
-
-// Runs what(0) .. what(count - 1) on up to `jobs` threads, each index once; rethrows the failure
-// of the lowest index that failed, so what is reported does not depend on the threads.
-void for_each_index(std::size_t count, int jobs, const std::function<void(std::size_t)>& what) {
-  std::vector<std::exception_ptr> failures(count);
-  std::atomic<std::size_t> next{0};
-  const auto worker = [&] {
-    for (std::size_t i = next++; i < count; i = next++) {
-      try {
-        what(i);
-      } catch (...) {
-        failures[i] = std::current_exception();
-      }
-    }
-  };
-  const std::size_t threads =
-      std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, jobs)));
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& thread : pool) thread.join();
-  for (const auto& failure : failures) {
-    if (failure) std::rethrow_exception(failure);
-  }
 }
 
 // A number as an override value that reads back as the same double.
@@ -244,11 +217,11 @@ std::vector<Sensitivity> sensitivities(const RunConfig& config, const GpuProfile
   what_ifs.push_back({"host_issue_cost", 0.5});
   what_ifs.push_back({nullptr, 1});
   std::vector<std::optional<Sensitivity>> answers(what_ifs.size());
-  for_each_index(what_ifs.size(), jobs, [&](std::size_t i) {
-    const WhatIf& w = what_ifs[i];
-    answers[i] = w.parameter
-                     ? sensitivity(config, gpu, comm, w.parameter, w.factor, baseline_step_s)
-                     : cuda_graphs_what_if(config, gpu, comm, baseline_step_s);
+  parallel_for(static_cast<std::int64_t>(what_ifs.size()), jobs, [&](std::int64_t i) {
+    const WhatIf& w = what_ifs[static_cast<std::size_t>(i)];
+    answers[static_cast<std::size_t>(i)] =
+        w.parameter ? sensitivity(config, gpu, comm, w.parameter, w.factor, baseline_step_s)
+                    : cuda_graphs_what_if(config, gpu, comm, baseline_step_s);
   });
   std::vector<Sensitivity> all;
   for (auto& answer : answers) {
@@ -285,8 +258,8 @@ void time_fit_suggestions(const RunConfig& config, const GpuProfile& gpu, const 
   for (FitCandidate& fit : candidates) {
     if (fit.valid && fit.fits) to_time.push_back(&fit);
   }
-  for_each_index(to_time.size(), jobs, [&](std::size_t i) {
-    FitCandidate& fit = *to_time[i];
+  parallel_for(static_cast<std::int64_t>(to_time.size()), jobs, [&](std::int64_t i) {
+    FitCandidate& fit = *to_time[static_cast<std::size_t>(i)];
     try {
       const RunConfig changed = variant_of(config, fit.overrides);
       fit.step_s = simulate(changed, gpu, comm).summary.iteration_time_s;

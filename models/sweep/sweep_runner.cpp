@@ -1,18 +1,17 @@
 #include "models/sweep/sweep_runner.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <map>
 #include <mutex>
-#include <thread>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 #include "models/sweep/sweep_evaluate.hpp"
+#include "sim/core/parallel_for.hpp"
 
 namespace wallsim::models {
 namespace {
@@ -111,29 +110,6 @@ double simulation_footprint(const RunConfig& config) {
 double remaining_seconds(double elapsed_s, double work_done) {
   if (work_done <= 0 || elapsed_s <= 0) return 0;
   return elapsed_s * std::max(0.0, 1.0 - work_done) / work_done;
-}
-
-void parallel_for(std::int64_t count, int jobs, const std::function<void(std::int64_t)>& body) {
-  std::atomic<std::int64_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  auto worker = [&] {
-    for (std::int64_t i = next++; i < count; i = next++) {
-      try {
-        body(i);
-      } catch (...) {
-        const std::lock_guard lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-        next = count;
-      }
-    }
-  };
-  const auto threads = static_cast<std::int64_t>(std::max(1, jobs));
-  std::vector<std::thread> pool;
-  for (std::int64_t t = 1; t < std::min(threads, count); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& thread : pool) thread.join();
-  if (failure) std::rethrow_exception(failure);
 }
 
 std::string sweep_fingerprint(const SweepBase& base, const SweepSpace& space, int samples,

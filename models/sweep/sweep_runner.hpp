@@ -79,8 +79,4 @@ std::vector<std::string> sweep_notes(const SweepSpace& space);
 SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const SweepHardware& hw,
                       const SweepRunOptions& options);
 
-// Runs body(i) for i in [0, count) on `jobs` threads pulling i from one atomic counter. The
-// first exception a body throws is rethrown after all threads stop.
-void parallel_for(std::int64_t count, int jobs, const std::function<void(std::int64_t)>& body);
-
 }  // namespace wallsim::models
