@@ -121,7 +121,8 @@ void add_validate_command(CLI::App& app, CommandSet& commands) {
       "validate",
       "Predicted against published training measurements (configs/validation/published_runs.csv)");
   sub->add_option("--filter", options->filter, "Only rows whose id contains this text");
-  sub->add_flag("--json", options->json, "Print one JSON document {rows, mape} on stdout");
+  sub->add_flag("--json", options->json,
+                "Print one JSON document {rows, mape, mape_by_kind, mape_by_gpu} on stdout");
   sub->add_option("--tolerance", options->tolerance,
                   "Relative tolerance for every row (default: each row's own, from the CSV)")
       ->check(CLI::PositiveNumber);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +34,26 @@ std::string truncated(const std::string& text, std::size_t width) {
 
 RunTraits run_traits(const RunConfig& config) {
   return {config.cluster.gpu, config.model.is_moe(), config.training.seq_len >= kLongContextTokens};
+}
+
+RunKind run_kind(const RunConfig& config) {
+  if (config.model.is_moe()) return RunKind::kMoe;
+  if (config.training.seq_len >= kLongContextTokens || config.layout.sizes.cp > 1) {
+    return RunKind::kLongContext;
+  }
+  return RunKind::kDense;
+}
+
+const char* to_string(RunKind kind) {
+  switch (kind) {
+    case RunKind::kDense:
+      return "dense";
+    case RunKind::kLongContext:
+      return "long_context";
+    case RunKind::kMoe:
+      return "moe";
+  }
+  return "dense";
 }
 
 bool ValidationRow::within_tolerance() const {
@@ -69,6 +91,7 @@ ValidationRow make_validation_row(const PublishedRun& run, const RunConfig& conf
   row.tolerance = run.tolerance;
   row.iteration_time_s = iteration_time_s;
   row.traits = run_traits(config);
+  row.kind = run_kind(config);
   row.source = run.source + ", " + run.table_or_url;
   return row;
 }
@@ -95,6 +118,61 @@ double validation_mape(const std::vector<ValidationRow>& rows) {
     if (row.failure.empty()) errors.push_back(row.error);
   }
   return mean_absolute_percentage_error(errors);
+}
+
+namespace {
+
+// The simulated rows' MAPE per group, in the order of `groups`.
+std::vector<GroupMape> mape_by(const std::vector<ValidationRow>& rows,
+                               const std::vector<std::string>& groups,
+                               const std::function<std::string(const ValidationRow&)>& group_of) {
+  std::vector<GroupMape> out;
+  for (const std::string& group : groups) {
+    std::vector<double> errors;
+    for (const auto& row : rows) {
+      if (row.failure.empty() && group_of(row) == group) errors.push_back(row.error);
+    }
+    if (!errors.empty())
+      out.push_back({group, mean_absolute_percentage_error(errors), errors.size()});
+  }
+  return out;
+}
+
+void write_groups(std::ostream& out, const char* title, const std::vector<GroupMape>& groups) {
+  if (groups.empty()) return;
+  out << title;
+  char item[160];
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    std::snprintf(item, sizeof item, "%s%s %.1f%% (%zu)", i == 0 ? " " : ", ",
+                  groups[i].group.c_str(), groups[i].mape, groups[i].rows);
+    out << item;
+  }
+  out << "\n";
+}
+
+nlohmann::json groups_json(const std::vector<GroupMape>& groups) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& g : groups) out[g.group] = {{"mape", g.mape}, {"rows", g.rows}};
+  return out;
+}
+
+}  // namespace
+
+std::vector<GroupMape> validation_mape_by_kind(const std::vector<ValidationRow>& rows) {
+  std::vector<std::string> kinds;
+  for (RunKind k : {RunKind::kDense, RunKind::kLongContext, RunKind::kMoe}) {
+    kinds.emplace_back(to_string(k));
+  }
+  return mape_by(rows, kinds, [](const ValidationRow& row) { return to_string(row.kind); });
+}
+
+std::vector<GroupMape> validation_mape_by_gpu(const std::vector<ValidationRow>& rows) {
+  std::set<std::string> gpus;
+  for (const auto& row : rows) {
+    if (row.failure.empty()) gpus.insert(row.traits.gpu);
+  }
+  return mape_by(rows, {gpus.begin(), gpus.end()},
+                 [](const ValidationRow& row) { return row.traits.gpu; });
 }
 
 void write_validation_table(std::ostream& out, const std::vector<ValidationRow>& rows) {
@@ -126,6 +204,9 @@ void write_validation_table(std::ostream& out, const std::vector<ValidationRow>&
   out << line;
   if (failed > 0) out << "; " << failed << " could not be simulated";
   out << "\n";
+  write_groups(out, "MAPE by kind (long_context: >= 32K tokens or CP; moe: any sequence):",
+               validation_mape_by_kind(rows));
+  write_groups(out, "MAPE by GPU:", validation_mape_by_gpu(rows));
 }
 
 nlohmann::json validation_json(const std::vector<ValidationRow>& rows) {
@@ -144,13 +225,21 @@ nlohmann::json validation_json(const std::vector<ValidationRow>& rows) {
                     {"within_tolerance", row.within_tolerance()},
                     {"iteration_time_s", row.iteration_time_s},
                     {"source", row.source}});
-    if (!row.failure.empty()) list.back()["failure"] = row.failure;
+    if (row.failure.empty()) {
+      list.back()["kind"] = to_string(row.kind);
+      list.back()["gpu"] = row.traits.gpu;
+    } else {
+      list.back()["failure"] = row.failure;
+    }
   }
   const bool any_simulated = std::any_of(
       rows.begin(), rows.end(), [](const ValidationRow& row) { return row.failure.empty(); });
   nlohmann::json mape = nullptr;
   if (any_simulated) mape = validation_mape(rows);
-  return {{"rows", list}, {"mape", mape}};
+  return {{"rows", list},
+          {"mape", mape},
+          {"mape_by_kind", groups_json(validation_mape_by_kind(rows))},
+          {"mape_by_gpu", groups_json(validation_mape_by_gpu(rows))}};
 }
 
 }  // namespace wallsim::models

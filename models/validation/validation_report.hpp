@@ -26,6 +26,12 @@ struct RunTraits {
 
 RunTraits run_traits(const RunConfig& config);
 
+// A row's kind for the MAPE by kind: kMoe for a mixture-of-experts model; else kLongContext from
+// kLongContextTokens or with context parallelism (cp > 1); else kDense.
+enum class RunKind { kDense, kLongContext, kMoe };
+RunKind run_kind(const RunConfig& config);
+const char* to_string(RunKind kind);  // "dense", "long_context", "moe"
+
 struct ValidationRow {
   std::string id;
   std::string model;  // the run config's model name
@@ -37,11 +43,12 @@ struct ValidationRow {
   double predicted = 0;
   double error = 0;  // predicted / published − 1
   double tolerance = 0;
-  double iteration_time_s = 0;    // wallsim's prediction
-  std::string source;             // citation: source, table
-  std::string failure;            // why the row could not be simulated ("" when it was)
-  RunTraits traits;               // of the simulated run (empty for a failed row)
-  bool within_tolerance() const;  // false for a failed row
+  double iteration_time_s = 0;     // wallsim's prediction
+  std::string source;              // citation: source, table
+  std::string failure;             // why the row could not be simulated ("" when it was)
+  RunTraits traits;                // of the simulated run (empty for a failed row)
+  RunKind kind = RunKind::kDense;  // of the simulated run
+  bool within_tolerance() const;   // false for a failed row
 };
 
 // "tp8 sp pp8 vpp3 dp1 mbs1 gbs64" from the validated layout.
@@ -57,14 +64,28 @@ ValidationRow failed_validation_row(const PublishedRun& run, const std::string& 
 // MAPE over the rows that were simulated, in percent.
 double validation_mape(const std::vector<ValidationRow>& rows);
 
+// The MAPE of one group of simulated rows (a kind, a GPU).
+struct GroupMape {
+  std::string group;
+  double mape = 0;  // percent
+  std::size_t rows = 0;
+};
+
+// By kind in the order dense, long_context, moe; by GPU (calibration profile name) in name
+// order. Groups without a simulated row are left out.
+std::vector<GroupMape> validation_mape_by_kind(const std::vector<ValidationRow>& rows);
+std::vector<GroupMape> validation_mape_by_gpu(const std::vector<ValidationRow>& rows);
+
 // The table (id, model, GPUs, layout, metric, published, predicted, error %, tolerance), then
-// the MAPE and how many rows are within their tolerance; failed rows say why.
+// the MAPE and how many rows are within their tolerance, then the MAPE by kind and by GPU;
+// failed rows say why.
 void write_validation_table(std::ostream& out, const std::vector<ValidationRow>& rows);
 
 // {"rows": [{id, model, num_gpus, layout, metric, comparable, published, predicted, error,
-//  tolerance, within_tolerance, iteration_time_s, source[, failure]}], "mape": percent}.
-// A failed row has null predicted, error and iteration_time_s; mape is null when no row was
-// simulated.
+//  tolerance, within_tolerance, iteration_time_s, source, kind, gpu[, failure]}],
+//  "mape": percent, "mape_by_kind": {kind: {mape, rows}}, "mape_by_gpu": {gpu: {mape, rows}}}.
+// A failed row has null predicted, error and iteration_time_s and no kind or gpu; mape is null
+// when no row was simulated.
 nlohmann::json validation_json(const std::vector<ValidationRow>& rows);
 
 }  // namespace wallsim::models
