@@ -132,8 +132,8 @@ std::vector<GroupMape> mape_by(const std::vector<ValidationRow>& rows,
     for (const auto& row : rows) {
       if (row.failure.empty() && group_of(row) == group) errors.push_back(row.error);
     }
-    if (!errors.empty())
-      out.push_back({group, mean_absolute_percentage_error(errors), errors.size()});
+    if (errors.empty()) continue;
+    out.push_back({group, mean_absolute_percentage_error(errors), errors.size()});
   }
   return out;
 }
