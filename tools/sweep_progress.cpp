@@ -18,9 +18,10 @@ void SweepProgress::screened(const models::SweepCounts& c, std::int64_t already_
   resumed_ = already_done;
   std::fprintf(out_,
                "sweep: %lld points: %lld pruned by the layout rules, %lld by the memory check, "
-               "%lld to simulate",
+               "%lld by recompute (a lighter one of the layout fits), %lld to simulate",
                static_cast<long long>(c.points), static_cast<long long>(c.pruned_by_layout),
-               static_cast<long long>(c.pruned_by_memory), static_cast<long long>(c.simulated));
+               static_cast<long long>(c.pruned_by_memory),
+               static_cast<long long>(c.pruned_by_recompute), static_cast<long long>(c.simulated));
   if (already_done > 0)
     std::fprintf(out_, " (%lld already done)", static_cast<long long>(already_done));
   std::fprintf(out_, "\n");

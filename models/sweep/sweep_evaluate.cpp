@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 
 #include "models/launch_args/megatron_export.hpp"
 #include "models/memory.hpp"
@@ -68,6 +69,65 @@ ScreenedPoint screen_point(const SweepBase& base, const SweepSpace& space, std::
   }
   s.stage = PointStage::to_simulate;
   return s;
+}
+
+namespace {
+
+// Positions in space.recompute of the recomputes heavier (or, with lighter, lighter) than
+// `recompute`, lightest first.
+std::vector<std::size_t> recompute_positions(const SweepSpace& space, Recompute recompute,
+                                             bool lighter) {
+  std::vector<std::size_t> positions;
+  for (std::size_t k = 0; k < space.recompute.size(); ++k) {
+    const Recompute other = space.recompute[k];
+    if (lighter ? other < recompute : other > recompute) positions.push_back(k);
+  }
+  std::sort(positions.begin(), positions.end(),
+            [&](std::size_t a, std::size_t b) { return space.recompute[a] < space.recompute[b]; });
+  return positions;
+}
+
+}  // namespace
+
+void prune_dominated_recompute(const SweepBase& base, const SweepSpace& space,
+                               std::vector<ScreenedPoint>& screened, double hbm_bytes,
+                               int compute_capability) {
+  std::map<std::int64_t, PointStage> stages;  // before this pruning
+  for (const auto& s : screened) stages.emplace(s.index, s.stage);
+  auto stage_of = [&](std::int64_t index) {
+    auto it = stages.find(index);
+    if (it == stages.end()) {
+      it =
+          stages
+              .emplace(index, screen_point(base, space, index, hbm_bytes, compute_capability).stage)
+              .first;
+    }
+    return it->second;
+  };
+  for (auto& s : screened) {
+    if (s.stage != PointStage::to_simulate) continue;
+    for (std::size_t k : recompute_positions(space, s.point.recompute, true)) {
+      if (stage_of(space.with_recompute(s.index, k)) != PointStage::to_simulate) continue;
+      s.stage = PointStage::pruned_by_recompute;
+      s.reason_key = "recompute";
+      s.reason = std::string("recompute ") + to_string(space.recompute[k]) +
+                 " of the same layout fits, and recomputing more only adds work";
+      s.config.reset();
+      break;
+    }
+  }
+}
+
+std::optional<ScreenedPoint> recompute_fallback(const SweepBase& base, const SweepSpace& space,
+                                                const SweepRow& row, double hbm_bytes,
+                                                int compute_capability) {
+  if (!row.failed() && row.fits) return std::nullopt;
+  for (std::size_t k : recompute_positions(space, row.point.recompute, false)) {
+    ScreenedPoint s = screen_point(base, space, space.with_recompute(row.index, k), hbm_bytes,
+                                   compute_capability);
+    if (s.stage == PointStage::to_simulate) return s;
+  }
+  return std::nullopt;
 }
 
 SweepRow simulate_point(const ScreenedPoint& s, const GpuProfile& gpu, const CommProfile& comm,

@@ -6,11 +6,16 @@
 // divide evenly into pp·vpp chunks (Megatron's interleaved schedule requires it); and with
 // tp = 1, sequence parallelism off is the same layout as on, so only one of them is kept.
 // Memory: memory_report's analytical peak of the worst stage must fit in HBM (`wallsim memory`).
+// Recompute: recomputing activations only adds work to a step (the same ops, plus forward
+// passes run again before the backward), so a heavier recompute of a layout that fits with a
+// lighter one is slower, and it is not simulated (prune_dominated_recompute); should the lighter
+// one's simulation not fit after all, the next heavier one is simulated (recompute_fallback).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/run_config.hpp"
 #include "models/sweep/sweep_config.hpp"
@@ -21,21 +26,34 @@
 
 namespace wallsim::models {
 
-enum class PointStage { pruned_by_layout, pruned_by_memory, to_simulate };
+enum class PointStage { pruned_by_layout, pruned_by_memory, pruned_by_recompute, to_simulate };
 
 struct ScreenedPoint {
   std::int64_t index = 0;
   SweepPoint point;
   PointStage stage = PointStage::pruned_by_layout;
-  std::string reason_key;           // the JSON path a layout rule failed on, or "memory"
-  std::string reason;               // the whole message
-  double peak_bytes = 0;            // analytical, when the layout is valid
+  std::string reason_key;  // the JSON path a layout rule failed on, "memory" or "recompute"
+  std::string reason;      // the whole message
+  double peak_bytes = 0;   // analytical, when the layout is valid
   std::optional<RunConfig> config;  // when the layout is valid
 };
 
 // `compute_capability` (major·10 + minor) sizes the cuBLAS workspaces, as in `wallsim run`.
 ScreenedPoint screen_point(const SweepBase& base, const SweepSpace& space, std::int64_t index,
                            double hbm_bytes, int compute_capability = 90);
+
+// Prunes each point of `screened` (one shard's) whose layout also passes the memory check with a
+// lighter recompute (none < selective < full) among the space's. Siblings outside the shard are
+// screened again (screening is deterministic), so the shards of a sweep prune the same points.
+void prune_dominated_recompute(const SweepBase& base, const SweepSpace& space,
+                               std::vector<ScreenedPoint>& screened, double hbm_bytes,
+                               int compute_capability = 90);
+
+// After `row`'s simulation did not fit in memory or failed: the next heavier recompute of the same
+// layout that passes the memory check (pruned as dominated by `row`'s point), or nothing.
+std::optional<ScreenedPoint> recompute_fallback(const SweepBase& base, const SweepSpace& space,
+                                                const SweepRow& row, double hbm_bytes,
+                                                int compute_capability = 90);
 
 // Simulates a point that passed screening; a failing simulation gives a row with its error.
 // With samples > 1, replays that many seeded steps of the varied run on this thread: the row

@@ -253,7 +253,9 @@ void write_sweep_html(const SweepReport& report, std::ostream& out) {
       << report.global_batch << ", " << escape(report.fidelity) << " fidelity, "
       << escape(report.network) << " network. " << c.points << " points: " << c.pruned_by_layout
       << " pruned by the layout rules, " << c.pruned_by_memory << " by the memory check, "
-      << c.simulated << " simulated (" << c.failed
+      << c.pruned_by_recompute << " by recompute (a lighter recompute of the layout fits; "
+      << c.recompute_fallbacks << " of them simulated after all), " << c.simulated << " simulated ("
+      << c.failed
       << " failed).</p>\n<h2>Throughput against peak memory</h2>\n<p>Every simulated layout; "
       << "the Pareto front (no layout is faster at no more memory) in orange.</p>\n";
   write_scatter(report, out);

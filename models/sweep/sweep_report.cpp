@@ -16,6 +16,8 @@ nlohmann::json counts_to_json(const SweepCounts& c) {
   return {{"points", c.points},
           {"pruned_by_layout", c.pruned_by_layout},
           {"pruned_by_memory", c.pruned_by_memory},
+          {"pruned_by_recompute", c.pruned_by_recompute},
+          {"recompute_fallbacks", c.recompute_fallbacks},
           {"simulated", c.simulated},
           {"failed", c.failed},
           {"layout_reasons", reasons}};
@@ -26,6 +28,8 @@ SweepCounts counts_from_json(const nlohmann::json& j) {
   c.points = j.at("points").get<std::int64_t>();
   c.pruned_by_layout = j.at("pruned_by_layout").get<std::int64_t>();
   c.pruned_by_memory = j.at("pruned_by_memory").get<std::int64_t>();
+  c.pruned_by_recompute = j.value("pruned_by_recompute", std::int64_t{0});
+  c.recompute_fallbacks = j.value("recompute_fallbacks", std::int64_t{0});
   c.simulated = j.at("simulated").get<std::int64_t>();
   c.failed = j.at("failed").get<std::int64_t>();
   for (const auto& [key, value] : j.at("layout_reasons").items()) {
@@ -39,6 +43,8 @@ void add_counts(SweepCounts& total, const SweepCounts& part) {
   total.points += part.points;
   total.pruned_by_layout += part.pruned_by_layout;
   total.pruned_by_memory += part.pruned_by_memory;
+  total.pruned_by_recompute += part.pruned_by_recompute;
+  total.recompute_fallbacks += part.recompute_fallbacks;
   total.simulated += part.simulated;
   total.failed += part.failed;
   for (const auto& [key, count] : part.layout_reasons) total.layout_reasons[key] += count;

@@ -21,7 +21,12 @@ struct SweepCounts {
   std::int64_t points = 0;  // in the space (or in this shard)
   std::int64_t pruned_by_layout = 0;
   std::int64_t pruned_by_memory = 0;
+  // A lighter recompute of the same layout passes the memory check (sweep_evaluate.hpp).
+  std::int64_t pruned_by_recompute = 0;
   std::int64_t simulated = 0;
+  // Of pruned_by_recompute, simulated after all (in `simulated` too): the lighter recompute's
+  // simulation did not fit in memory or failed.
+  std::int64_t recompute_fallbacks = 0;
   std::int64_t failed = 0;  // simulated, with an error
   // Layout prunes by the rule (JSON path) that failed, and one message per rule.
   std::map<std::string, std::int64_t> layout_reasons;

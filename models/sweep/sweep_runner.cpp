@@ -5,6 +5,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <set>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -42,6 +43,8 @@ void count_screened(const std::vector<ScreenedPoint>& screened, SweepCounts& cou
       counts.reason_examples.emplace(s.reason_key, s.reason);
     } else if (s.stage == PointStage::pruned_by_memory) {
       ++counts.pruned_by_memory;
+    } else if (s.stage == PointStage::pruned_by_recompute) {
+      ++counts.pruned_by_recompute;
     } else {
       ++counts.simulated;
     }
@@ -113,13 +116,14 @@ double remaining_seconds(double elapsed_s, double work_done) {
 }
 
 std::string sweep_fingerprint(const SweepBase& base, const SweepSpace& space, int samples,
-                              SweepObjective objective) {
+                              SweepObjective objective, bool all_recompute) {
   std::string text = base.document.dump();
   for (const auto& [knob, values] : describe_space(space)) text += "|" + knob + "=" + values;
   // Only a sampled sweep adds these, so the fingerprints of single-step sweeps stay as they were.
   if (samples > 1 || objective != SweepObjective::step) {
     text += "|samples=" + std::to_string(samples) + "|objective=" + to_string(objective);
   }
+  if (all_recompute) text += "|all_recompute";
   return fingerprint(text);
 }
 
@@ -136,7 +140,8 @@ std::vector<std::string> sweep_notes(const SweepSpace& space) {
 SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const SweepHardware& hw,
                       const SweepRunOptions& options) {
   SweepReport report = report_header(base, space, options.shard);
-  report.fingerprint = sweep_fingerprint(base, space, options.samples, options.objective);
+  report.fingerprint =
+      sweep_fingerprint(base, space, options.samples, options.objective, options.all_recompute);
   report.samples = options.samples;
   report.objective = options.objective;
   const auto indices = shard_indices(space.size(), options.shard);
@@ -145,6 +150,9 @@ SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const Swee
     const auto k = static_cast<std::size_t>(i);
     screened[k] = screen_point(base, space, indices[k], hw.hbm_bytes, hw.gpu.compute_capability);
   });
+  if (!options.all_recompute) {
+    prune_dominated_recompute(base, space, screened, hw.hbm_bytes, hw.gpu.compute_capability);
+  }
   count_screened(screened, report.counts);
   if (options.on_screened) options.on_screened(report.counts);
 
@@ -160,38 +168,68 @@ SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const Swee
       to_simulate.push_back(&s);
     }
   }
-  const auto resumed = static_cast<std::int64_t>(report.rows.size());
-  std::vector<SweepRow> simulated(to_simulate.size());
   std::mutex progress_mutex;
-  std::int64_t finished = resumed;
-  std::vector<double> footprints(to_simulate.size());
+  std::int64_t finished = static_cast<std::int64_t>(report.rows.size());
   double work_total = 0;
-  for (std::size_t k = 0; k < to_simulate.size(); ++k) {
-    footprints[k] = simulation_footprint(*to_simulate[k]->config);
-    work_total += footprints[k];
-  }
   double work_done = 0;
   FootprintGate gate(options.simulation_memory_bytes);
-  parallel_for(static_cast<std::int64_t>(to_simulate.size()), options.jobs, [&](std::int64_t i) {
-    const auto k = static_cast<std::size_t>(i);
-    const double footprint = footprints[k];
-    gate.acquire(footprint);
-    try {
-      simulated[k] =
-          simulate_point(*to_simulate[k], hw.gpu, hw.comm, hw.hbm_bytes, options.samples);
-    } catch (...) {
-      gate.release(footprint);
-      throw;
+  // Simulates `points` on the worker threads; the rows in the order of `points`.
+  auto simulate_all = [&](const std::vector<const ScreenedPoint*>& points) {
+    std::vector<SweepRow> simulated(points.size());
+    std::vector<double> footprints(points.size());
+    for (std::size_t k = 0; k < points.size(); ++k) {
+      footprints[k] = simulation_footprint(*points[k]->config);
+      work_total += footprints[k];
     }
-    gate.release(footprint);
-    if (footprint > options.simulation_memory_bytes / 2) return_freed_pages();
-    const std::lock_guard lock(progress_mutex);
-    ++finished;
-    work_done += footprint;
-    const double share = work_total > 0 ? std::min(1.0, work_done / work_total) : 1.0;
-    if (options.on_row) options.on_row(simulated[k], finished, report.counts.simulated, share);
-  });
+    parallel_for(static_cast<std::int64_t>(points.size()), options.jobs, [&](std::int64_t i) {
+      const auto k = static_cast<std::size_t>(i);
+      const double footprint = footprints[k];
+      gate.acquire(footprint);
+      try {
+        simulated[k] = simulate_point(*points[k], hw.gpu, hw.comm, hw.hbm_bytes, options.samples);
+      } catch (...) {
+        gate.release(footprint);
+        throw;
+      }
+      gate.release(footprint);
+      if (footprint > options.simulation_memory_bytes / 2) return_freed_pages();
+      const std::lock_guard lock(progress_mutex);
+      ++finished;
+      work_done += footprint;
+      const double share = work_total > 0 ? std::min(1.0, work_done / work_total) : 1.0;
+      if (options.on_row) options.on_row(simulated[k], finished, report.counts.simulated, share);
+    });
+    return simulated;
+  };
+  std::vector<SweepRow> simulated = simulate_all(to_simulate);
   report.rows.insert(report.rows.end(), simulated.begin(), simulated.end());
+
+  // A lighter recompute that did not fit after all: its next heavier one, round by round.
+  std::size_t checked_from = 0;
+  while (!options.all_recompute && checked_from < report.rows.size()) {
+    std::set<std::int64_t> have;
+    for (const auto& row : report.rows) have.insert(row.index);
+    std::vector<ScreenedPoint> fallbacks;
+    const std::size_t checked_to = report.rows.size();
+    for (std::size_t r = checked_from; r < checked_to; ++r) {
+      auto next =
+          recompute_fallback(base, space, report.rows[r], hw.hbm_bytes, hw.gpu.compute_capability);
+      if (!next || !have.insert(next->index).second) continue;
+      ++report.counts.simulated;
+      ++report.counts.recompute_fallbacks;
+      auto it = done.find(next->index);
+      if (it != done.end()) {
+        report.rows.push_back(*it->second);
+      } else {
+        fallbacks.push_back(std::move(*next));
+      }
+    }
+    checked_from = checked_to;
+    std::vector<const ScreenedPoint*> points;
+    for (const auto& s : fallbacks) points.push_back(&s);
+    simulated = simulate_all(points);
+    report.rows.insert(report.rows.end(), simulated.begin(), simulated.end());
+  }
   report.counts.failed = static_cast<std::int64_t>(std::count_if(
       report.rows.begin(), report.rows.end(), [](const SweepRow& r) { return r.failed(); }));
   sort_rows(report.rows, options.objective);

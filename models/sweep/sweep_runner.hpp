@@ -1,5 +1,6 @@
-// Running a sweep on one machine: screen every point of a shard (layout rules, then memory),
-// then simulate the survivors on `jobs` threads.
+// Running a sweep on one machine: screen every point of a shard (layout rules, memory, then
+// recompute dominance), then simulate the survivors on `jobs` threads, and after them the next
+// heavier recompute of any layout whose lighter one did not fit after all.
 //
 // Workers take point positions from one atomic counter and store each result at its position,
 // so the report (rows sorted by step time, ties by id) is the same whatever `jobs` is and
@@ -48,6 +49,9 @@ struct SweepRunOptions {
   // point's own thread, and what the rows are ranked by.
   int samples = 1;
   SweepObjective objective = SweepObjective::step;
+  // Simulate every recompute of a layout, also those a lighter recompute that fits makes slower
+  // for nothing (sweep_evaluate.hpp); off, they are pruned.
+  bool all_recompute = false;
   ShardSpec shard;
   // Rows simulated by an earlier, interrupted run (--resume); their points are not simulated
   // again.
@@ -68,10 +72,11 @@ struct SweepRunOptions {
 // before any work is done.
 double remaining_seconds(double elapsed_s, double work_done);
 
-// Identifies a sweep: the base config, the space, the samples per point and the objective (not
-// the shard or the job count).
+// Identifies a sweep: the base config, the space, the samples per point, the objective and
+// whether every recompute is simulated (not the shard or the job count).
 std::string sweep_fingerprint(const SweepBase& base, const SweepSpace& space, int samples = 1,
-                              SweepObjective objective = SweepObjective::step);
+                              SweepObjective objective = SweepObjective::step,
+                              bool all_recompute = false);
 
 // Notes every sweep report carries (what the space leaves out and why).
 std::vector<std::string> sweep_notes(const SweepSpace& space);

@@ -275,6 +275,15 @@ SweepPoint SweepSpace::at(std::int64_t index) const {
   return p;
 }
 
+std::int64_t SweepSpace::with_recompute(std::int64_t index, std::size_t position) const {
+  // The knobs at() picks before recompute vary faster.
+  const auto stride = static_cast<std::int64_t>(graphs.size() * offload.size() * overlap.size() *
+                                                sharding.size() * distributed_optimizer.size());
+  const auto count = static_cast<std::int64_t>(recompute.size());
+  const std::int64_t digit = (index / stride) % count;
+  return index + (static_cast<std::int64_t>(position) - digit) * stride;
+}
+
 bool sweeps_experts(const SweepSpace& space) {
   return space.ep != std::vector<std::int64_t>{1} || space.etp != std::vector<std::int64_t>{1} ||
          space.dispatcher != std::vector<MoeDispatcher>{MoeDispatcher::kAllToAll};

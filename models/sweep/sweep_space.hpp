@@ -101,6 +101,9 @@ struct SweepSpace {
   std::int64_t size() const;
   // The point with this index (0 <= index < size()).
   SweepPoint at(std::int64_t index) const;
+  // The index of the point that differs from `index` only in its recompute, which becomes
+  // recompute[position].
+  std::int64_t with_recompute(std::int64_t index, std::size_t position) const;
 };
 
 // The knob names --vary accepts, in enumeration order.

@@ -77,7 +77,12 @@ void write_band_text(const SweepReport& report, std::ostream& out) {
 void write_counts(const SweepReport& report, std::ostream& out) {
   const SweepCounts& c = report.counts;
   out << c.points << " points: " << c.pruned_by_layout << " pruned by the layout rules, "
-      << c.pruned_by_memory << " by the memory check, " << c.simulated << " simulated";
+      << c.pruned_by_memory << " by the memory check, " << c.pruned_by_recompute
+      << " by recompute (a lighter one of the layout fits), " << c.simulated << " simulated";
+  if (c.recompute_fallbacks > 0) {
+    out << " (" << c.recompute_fallbacks << " of the recompute-pruned after all: their lighter "
+        << "recompute did not fit)";
+  }
   if (c.failed > 0) out << " (" << c.failed << " failed)";
   out << "\n";
   for (const auto& [key, count] : c.layout_reasons) {

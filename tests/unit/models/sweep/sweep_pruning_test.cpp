@@ -1,3 +1,5 @@
+#include <vector>
+
 #include <catch2/catch.hpp>
 
 #include "models/layout.hpp"
@@ -46,7 +48,10 @@ PointStage brute_force_stage(const SweepBase& base, const SweepPoint& p) {
 
 }  // namespace
 
-TEST_CASE("pruning keeps exactly the valid layouts that fit, against brute force", "[sweep]") {
+TEST_CASE(
+    "pruning keeps exactly the valid layouts that fit with the least recompute, against brute "
+    "force",
+    "[sweep]") {
   // Llama 3 8B on 8 GPUs with a global batch of 16: the batch rule, tp | heads, pp·vpp | layers
   // and the memory check all bite.
   const SweepBase base = load_sweep_base(kConfig, {"training.global_batch=16"}, 8);
@@ -54,19 +59,44 @@ TEST_CASE("pruning keeps exactly the valid layouts that fit, against brute force
   apply_vary(space, "sp=on,off");
   apply_vary(space, "dist_opt=on,off");
   apply_vary(space, "tp=1,2,3,4,8");  // 3 divides no head count: always pruned
-  std::int64_t counts[3] = {0, 0, 0};
+  std::int64_t counts[4] = {0, 0, 0, 0};
+  std::vector<ScreenedPoint> screened;
+  std::vector<PointStage> expected_stages;
   for (std::int64_t i = 0; i < space.size(); ++i) {
-    const ScreenedPoint screened = screen_point(base, space, i, kHbmBytes);
-    const PointStage expected = brute_force_stage(base, screened.point);
-    INFO(point_id(screened.point) << ": " << screened.reason);
-    REQUIRE(screened.stage == expected);
-    CHECK(screened.config.has_value() == (expected == PointStage::to_simulate));
+    screened.push_back(screen_point(base, space, i, kHbmBytes));
+    const PointStage expected = brute_force_stage(base, screened.back().point);
+    INFO(point_id(screened.back().point) << ": " << screened.back().reason);
+    REQUIRE(screened.back().stage == expected);
+    CHECK(screened.back().config.has_value() == (expected == PointStage::to_simulate));
+    expected_stages.push_back(expected);
+  }
+  // Recompute dominance: a point that would be simulated is pruned exactly when the same layout
+  // with a lighter recompute (none < selective < full) would be simulated too.
+  prune_dominated_recompute(base, space, screened, kHbmBytes);
+  for (std::int64_t i = 0; i < space.size(); ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    PointStage expected = expected_stages[k];
+    if (expected == PointStage::to_simulate) {
+      for (std::int64_t j = 0; j < space.size(); ++j) {
+        SweepPoint lighter = space.at(j);
+        const Recompute r = lighter.recompute;
+        lighter.recompute = screened[k].point.recompute;
+        if (lighter == screened[k].point && r < screened[k].point.recompute &&
+            expected_stages[static_cast<std::size_t>(j)] == PointStage::to_simulate) {
+          expected = PointStage::pruned_by_recompute;
+        }
+      }
+    }
+    INFO(point_id(screened[k].point) << ": " << screened[k].reason);
+    REQUIRE(screened[k].stage == expected);
+    CHECK(screened[k].config.has_value() == (expected == PointStage::to_simulate));
     ++counts[static_cast<int>(expected)];
   }
   // Not vacuous: every stage has points.
-  CHECK(counts[0] > 0);
-  CHECK(counts[1] > 0);
-  CHECK(counts[2] > 0);
+  CHECK(counts[static_cast<int>(PointStage::pruned_by_layout)] > 0);
+  CHECK(counts[static_cast<int>(PointStage::pruned_by_memory)] > 0);
+  CHECK(counts[static_cast<int>(PointStage::pruned_by_recompute)] > 0);
+  CHECK(counts[static_cast<int>(PointStage::to_simulate)] > 0);
 }
 
 TEST_CASE("a point's config is the base with the point's layout written in", "[sweep]") {

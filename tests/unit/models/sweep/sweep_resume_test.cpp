@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "calibration/profile.hpp"
+#include "models/sweep/sweep_evaluate.hpp"
 #include "models/sweep/sweep_journal.hpp"
 #include "models/sweep/sweep_row.hpp"
 #include "models/sweep/sweep_runner.hpp"
@@ -45,7 +46,8 @@ TEST_CASE("a sweep gives the same rows with one worker and with three", "[sweep]
   const Fixture f;
   SweepRunOptions one;
   one.jobs = 1;
-  SweepRunOptions three;
+  one.all_recompute = true;
+  SweepRunOptions three = one;
   three.jobs = 3;
   const SweepReport a = f.run(one);
   REQUIRE(a.counts.simulated >= 6);  // tp ∈ {2,4,8} × pp ∈ {1,2} × 2 recompute, minus prunes
@@ -102,6 +104,7 @@ TEST_CASE(
   const Fixture f;
   SweepRunOptions options;
   options.jobs = 1;
+  options.all_recompute = true;
   std::vector<double> shares;
   std::vector<std::int64_t> microbatches;
   options.on_row = [&](const SweepRow& row, std::int64_t, std::int64_t, double work_done) {
@@ -122,6 +125,80 @@ TEST_CASE(
   // The points differ in weight, so counting points would give other shares.
   CHECK(*std::max_element(microbatches.begin(), microbatches.end()) >
         *std::min_element(microbatches.begin(), microbatches.end()));
+}
+
+TEST_CASE(
+    "a heavier recompute of a layout that fits with a lighter one is pruned, and it is the "
+    "slower",
+    "[sweep]") {
+  // The fixture's space offers selective and full recompute of each layout. Full recompute
+  // runs every op of selective's step plus the rest of each layer's forward again, so where
+  // selective fits, full is slower: the sweep prunes it, and simulating both shows the order.
+  const Fixture f;
+  SweepRunOptions options;
+  options.jobs = 2;
+  const SweepReport pruned = f.run(options);
+  options.all_recompute = true;
+  const SweepReport every = f.run(options);
+  const SweepCounts& c = pruned.counts;
+  CHECK(c.points == c.pruned_by_layout + c.pruned_by_memory + c.pruned_by_recompute + c.simulated -
+                        c.recompute_fallbacks);
+  CHECK(c.recompute_fallbacks == 0);
+  CHECK(every.counts.pruned_by_recompute == 0);
+  CHECK(c.simulated + c.pruned_by_recompute == every.counts.simulated);
+  REQUIRE(c.pruned_by_recompute > 0);
+  std::int64_t full_faster = 0;
+  std::int64_t compared = 0;
+  for (const SweepRow& full : every.rows) {
+    if (full.point.recompute != Recompute::full) continue;
+    const std::int64_t lighter = f.space.with_recompute(full.index, 0);  // selective
+    const auto sibling = std::find_if(every.rows.begin(), every.rows.end(),
+                                      [&](const SweepRow& r) { return r.index == lighter; });
+    const bool kept = std::any_of(pruned.rows.begin(), pruned.rows.end(),
+                                  [&](const SweepRow& r) { return r.index == full.index; });
+    // Kept exactly when its selective sibling did not pass the memory check.
+    CHECK(kept == (sibling == every.rows.end()));
+    if (sibling == every.rows.end()) continue;
+    ++compared;
+    if (full.step_time_s < sibling->step_time_s) ++full_faster;
+  }
+  CHECK(compared == c.pruned_by_recompute);
+  CHECK(full_faster == 0);
+  // The rows both runs simulated are the same rows.
+  for (const SweepRow& row : pruned.rows) {
+    const auto same = std::find_if(every.rows.begin(), every.rows.end(),
+                                   [&](const SweepRow& r) { return r.index == row.index; });
+    REQUIRE(same != every.rows.end());
+    CHECK(same->step_time_s == row.step_time_s);
+  }
+  CHECK(pruned.fingerprint != every.fingerprint);
+}
+
+TEST_CASE("a lighter recompute that did not fit after all brings its heavier one back", "[sweep]") {
+  // A row of a resumed journal stands in for a simulation that found the lighter recompute
+  // over HBM: the sweep then simulates the pruned heavier recompute of that layout.
+  const Fixture f;
+  SweepRunOptions options;
+  options.jobs = 1;
+  const SweepReport first = f.run(options);
+  REQUIRE(first.counts.pruned_by_recompute > 0);
+  const auto lighter = std::find_if(first.rows.begin(), first.rows.end(), [&](const SweepRow& r) {
+    return r.point.recompute == Recompute::selective;
+  });
+  REQUIRE(lighter != first.rows.end());
+  SweepRow over = *lighter;
+  over.fits = false;
+  const std::int64_t heavier = f.space.with_recompute(over.index, 1);  // full
+  CHECK(recompute_fallback(f.base, f.space, over, f.hw.hbm_bytes)->index == heavier);
+  CHECK_FALSE(recompute_fallback(f.base, f.space, *lighter, f.hw.hbm_bytes).has_value());
+
+  options.already_done = {over};
+  const SweepReport second = f.run(options);
+  CHECK(second.counts.recompute_fallbacks == 1);
+  CHECK(second.counts.simulated == first.counts.simulated + 1);
+  CHECK(second.rows.size() == first.rows.size() + 1);
+  CHECK(std::any_of(second.rows.begin(), second.rows.end(),
+                    [&](const SweepRow& r) { return r.index == heavier; }));
 }
 
 TEST_CASE("the time left follows the rate of the work done so far", "[sweep]") {

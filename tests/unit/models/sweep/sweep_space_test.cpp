@@ -30,6 +30,24 @@ TEST_CASE("the space's size is the product of its knobs' value counts, each poin
                                    std::nullopt});
 }
 
+TEST_CASE("with_recompute names the same point with another recompute", "[sweep]") {
+  SweepSpace space;
+  space.tp = {1, 2};
+  space.recompute = {Recompute::full, Recompute::none, Recompute::selective};
+  space.distributed_optimizer = {true, false};
+  space.graphs = {std::nullopt, CudaGraphs::kPerLayer};
+  for (std::int64_t i = 0; i < space.size(); ++i) {
+    for (std::size_t k = 0; k < space.recompute.size(); ++k) {
+      const std::int64_t j = space.with_recompute(i, k);
+      REQUIRE(j >= 0);
+      REQUIRE(j < space.size());
+      SweepPoint expected = space.at(i);
+      expected.recompute = space.recompute[k];
+      CHECK(space.at(j) == expected);
+    }
+  }
+}
+
 TEST_CASE("the default space of Llama 3 70B on 1,024 GPUs, counted by hand", "[sweep]") {
   const SweepSpace space = default_space({80, 1024, 8});
   CHECK(space.tp == std::vector<std::int64_t>{1, 2, 4, 8});
