@@ -6,6 +6,8 @@
 #       reproduce  `wallsim run` on the best row's config gives the row's step time
 #       shards     --shard 0/2 + 1/2 joined by sweep-merge equal the whole sweep; --resume of a
 #                  finished sweep simulates nothing and writes the same sweep.csv
+#       recompute  --all-recompute adds the recompute-pruned points and keeps every other row as
+#                  it was; without it no layout has two recomputes that both fit
 #       mpi        mpirun -n 2 ... --mpi equals --jobs 1 (skipped, exit 77, without mpirun or MPI)
 set -euo pipefail
 mode=$1
@@ -62,6 +64,21 @@ shards)
   grep -q "simulated 0 points" "$work/whole.stderr" || { cat "$work/whole.stderr"; exit 1; }
   same "$work/whole/sweep.csv" "$work/merged/sweep.csv"
   echo "shards merge to the whole sweep; resume of a finished sweep simulates nothing"
+  ;;
+recompute)
+  sweep "$work/pruned" --jobs 2
+  sweep "$work/all" --jobs 2 --all-recompute
+  pruned=$(grep -o '[0-9]* by recompute' "$work/pruned.stdout" | cut -d' ' -f1)
+  [ "$pruned" -gt 0 ] || { echo "no point pruned by recompute"; exit 1; }
+  grep -q ' 0 by recompute' "$work/all.stdout" || { cat "$work/all.stdout"; exit 1; }
+  rows() { tail -n +2 "$1" | cut -d, -f2,19 | sort; }  # id, step_time_s
+  [ "$(rows "$work/all/sweep.csv" | wc -l)" -eq "$(($(rows "$work/pruned/sweep.csv" | wc -l) + pruned))" ] ||
+    { echo "--all-recompute does not add exactly the $pruned pruned points"; exit 1; }
+  missing=$(comm -23 <(rows "$work/pruned/sweep.csv") <(rows "$work/all/sweep.csv"))
+  [ -z "$missing" ] || { echo "rows that differ: $missing"; exit 1; }
+  layouts=$(tail -n +2 "$work/pruned/sweep.csv" | cut -d, -f2 | sed 's/-\(none\|selective\|full\)$//' | sort | uniq -d)
+  [ -z "$layouts" ] || { echo "layouts simulated with two recomputes: $layouts"; exit 1; }
+  echo "$pruned points pruned by recompute; the other rows unchanged"
   ;;
 mpi)
   command -v mpirun >/dev/null || { echo "no mpirun: skipped"; exit 77; }

@@ -6,6 +6,7 @@
 #include "calibration/profile.hpp"
 #include "models/sweep/sweep_evaluate.hpp"
 #include "models/sweep/sweep_journal.hpp"
+#include "models/sweep/sweep_report.hpp"
 #include "models/sweep/sweep_row.hpp"
 #include "models/sweep/sweep_runner.hpp"
 #include "models/sweep/sweep_writers.hpp"
@@ -199,6 +200,45 @@ TEST_CASE("a lighter recompute that did not fit after all brings its heavier one
   CHECK(second.rows.size() == first.rows.size() + 1);
   CHECK(std::any_of(second.rows.begin(), second.rows.end(),
                     [&](const SweepRow& r) { return r.index == heavier; }));
+}
+
+TEST_CASE("shards prune the same recomputes as the whole sweep, and a fallback crosses shards",
+          "[sweep]") {
+  // A lighter recompute found over HBM (a resumed row, as above) sits in one shard; its heavier
+  // sibling, pruned in whichever shard holds it, is simulated by the lighter one's shard, so the
+  // merged shards equal the whole sweep, counts included.
+  const Fixture f;
+  SweepRunOptions whole_options;
+  whole_options.jobs = 1;
+  const SweepReport plain = f.run(whole_options);
+  const auto lighter = std::find_if(plain.rows.begin(), plain.rows.end(), [&](const SweepRow& r) {
+    return r.point.recompute == Recompute::selective;
+  });
+  REQUIRE(lighter != plain.rows.end());
+  SweepRow over = *lighter;
+  over.fits = false;
+  whole_options.already_done = {over};
+  const SweepReport whole = f.run(whole_options);
+  REQUIRE(whole.counts.recompute_fallbacks == 1);
+
+  constexpr int kShards = 3;
+  const std::int64_t heavier = f.space.with_recompute(over.index, 1);
+  CHECK(over.index % kShards != heavier % kShards);  // the fallback does cross shards
+  std::vector<SweepReport> shards;
+  std::vector<std::string> names;
+  for (int i = 0; i < kShards; ++i) {
+    SweepRunOptions options;
+    options.jobs = 1;
+    options.shard = ShardSpec{i, kShards};
+    if (over.index % kShards == i) options.already_done = {over};
+    shards.push_back(f.run(options));
+    names.push_back("shard " + std::to_string(i));
+  }
+  const SweepReport merged = merge_reports(shards, names);
+  CHECK(csv(merged) == csv(whole));
+  CHECK(merged.counts.pruned_by_recompute == whole.counts.pruned_by_recompute);
+  CHECK(merged.counts.recompute_fallbacks == 1);
+  CHECK(merged.counts.simulated == whole.counts.simulated);
 }
 
 TEST_CASE("the time left follows the rate of the work done so far", "[sweep]") {
