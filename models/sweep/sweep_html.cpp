@@ -272,7 +272,12 @@ void write_sweep_html(const SweepReport& report, std::ostream& out) {
            "largely shared, so the ranking inside it is less uncertain than the band.</p>\n";
   }
   out << "<h2>How each knob moves throughput</h2>\n<p>The best tokens/s/GPU among the layouts "
-         "with each value (the layout that reaches it in brackets).</p>\n";
+         "with each value (the layout that reaches it in brackets)";
+  if (c.pruned_by_recompute > 0) {
+    out << "; a heavier recompute is simulated only for layouts that do not fit with a lighter "
+           "one (<code>--all-recompute</code> simulates every recompute)";
+  }
+  out << ".</p>\n";
   write_knobs(report, out);
   out << "<h2>Notes</h2><ul>\n";
   for (const auto& note : report.notes) out << "<li>" << escape(note) << "</li>\n";
