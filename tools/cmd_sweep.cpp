@@ -1,8 +1,9 @@
 // `wallsim sweep CONFIG [--gpus N] [--vary k=v,...]... [--jobs J] [--sim-memory MIB] [--out DIR]
-//  [--shard i/N] [--mpi] [--resume] [--network M] [--all-recompute]`: every valid layout of a
-// model on N GPUs, pruned by the layout rules, the analytical memory check and recompute
-// dominance (a layout that fits with less recompute), simulated in parallel and ranked
-// (models/sweep/). Writes DIR/sweep.csv, sweep.json, sweep.html and configs/<id>.json.
+//  [--shard i/N] [--mpi] [--resume] [--network M] [--all-recompute] [--all-microbatches]`: every
+// valid layout of a model on N GPUs, pruned by the layout rules, the analytical memory check and
+// recompute dominance (a layout that fits with less recompute), simulated in parallel (long 1F1B
+// steps extrapolated from two short ones) and ranked (models/sweep/). Writes DIR/sweep.csv,
+// sweep.json, sweep.html and configs/<id>.json.
 #include <unistd.h>
 
 #include <chrono>
@@ -47,6 +48,7 @@ struct SweepOptions {
   bool mpi = false;
   bool resume = false;
   bool all_recompute = false;
+  bool all_microbatches = false;
   bool json = false;
   std::size_t top = 10;
   int samples = 1;
@@ -135,8 +137,9 @@ models::SweepReport run_shard(const SweepSetup& setup, const SweepOptions& optio
                               const models::ShardSpec& shard, bool show_progress) {
   std::filesystem::create_directories(options.out_dir);
   const std::string journal_file = journal_path(options.out_dir, shard);
-  const std::string fp = models::sweep_fingerprint(setup.base, setup.space, options.samples,
-                                                   setup.objective, options.all_recompute);
+  const std::string fp =
+      models::sweep_fingerprint(setup.base, setup.space, options.samples, setup.objective,
+                                options.all_recompute, options.all_microbatches);
   models::SweepRunOptions run;
   run.jobs = options.jobs > 0 ? options.jobs
                               : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
@@ -145,6 +148,7 @@ models::SweepReport run_shard(const SweepSetup& setup, const SweepOptions& optio
   run.samples = options.samples;
   run.objective = setup.objective;
   run.all_recompute = options.all_recompute;
+  run.all_microbatches = options.all_microbatches;
   if (options.resume) run.already_done = read_resume(journal_file, fp, shard);
   // Rewritten from what was read, so a line cut short by the interruption does not stay.
   std::ofstream journal(journal_file, std::ios::trunc);
@@ -250,6 +254,9 @@ void add_sweep_command(CLI::App& app, CommandSet& commands) {
   sub->add_flag("--resume", options->resume, "Continue an interrupted sweep from its journal");
   sub->add_flag("--all-recompute", options->all_recompute,
                 "Also simulate heavier recomputes of layouts that fit with a lighter one");
+  sub->add_flag("--all-microbatches", options->all_microbatches,
+                "Simulate every micro-batch of long 1F1B steps (by default extrapolated from "
+                "the steps of pp + 1 and pp + 2 micro-batches)");
   sub->add_flag("--json", options->json, "Print sweep.json on stdout instead of the table");
   sub->add_option("--top", options->top, "Rows in the printed table (default 10)");
   sub->add_option("--samples", options->samples,

@@ -4,10 +4,16 @@
 #include <exception>
 #include <map>
 
+#include "models/flops.hpp"
 #include "models/launch_args/megatron_export.hpp"
 #include "models/memory.hpp"
+#include "models/pipeline_schedule.hpp"
 #include "models/run/simulate.hpp"
+#include "models/step/step_program.hpp"
 #include "sim/core/input_error.hpp"
+#include "sim/report/op_category.hpp"
+#include "sim/report/time_attribution.hpp"
+#include "sim/report/walls.hpp"
 
 namespace wallsim::models {
 namespace {
@@ -130,8 +136,149 @@ std::optional<ScreenedPoint> recompute_fallback(const SweepBase& base, const Swe
   return std::nullopt;
 }
 
+std::optional<SteadyStateMicrobatches> steady_state_microbatches(const RunConfig& config,
+                                                                 int samples) {
+  const Layout& layout = config.layout;
+  const std::int64_t pp = layout.sizes.pp;
+  if (samples > 1 || config.variability.active() || pp < 2 || layout.schedule == nullptr ||
+      layout.schedule->name != "1f1b" || layout.num_microbatches <= 2 * pp + 3) {
+    return std::nullopt;
+  }
+  return SteadyStateMicrobatches{pp + 1, pp + 2};
+}
+
+namespace {
+
+// `config` with `microbatches` micro-batches per step (the global batch scaled to match).
+RunConfig with_microbatches(const RunConfig& config, std::int64_t microbatches) {
+  const std::int64_t per_microbatch =
+      config.training.global_batch / config.layout.num_microbatches;  // micro_batch·dp
+  return variant_of(config,
+                    {"training.global_batch=" + std::to_string(microbatches * per_microbatch)});
+}
+
+// b + k·(b − a), field by field.
+TimeSplit extend(const TimeSplit& a, const TimeSplit& b, double k) {
+  auto line = [k](double x, double y) { return y + k * (y - x); };
+  TimeSplit t;
+  t.step_s = line(a.step_s, b.step_s);
+  t.ideal_s = line(a.ideal_s, b.ideal_s);
+  t.compute_s = line(a.compute_s, b.compute_s);
+  t.compute_inefficiency_s = line(a.compute_inefficiency_s, b.compute_inefficiency_s);
+  for (int g = 0; g < kCommGroupCount; ++g) {
+    t.exposed_comm_s[g] = line(a.exposed_comm_s[g], b.exposed_comm_s[g]);
+  }
+  t.bubble_s = line(a.bubble_s, b.bubble_s);
+  t.host_s = line(a.host_s, b.host_s);
+  t.other_s = line(a.other_s, b.other_s);
+  for (int kind = 0; kind < kComputeKindCount; ++kind) {
+    t.compute_by_kind_s[kind] = line(a.compute_by_kind_s[kind], b.compute_by_kind_s[kind]);
+    t.ideal_by_kind_s[kind] = line(a.ideal_by_kind_s[kind], b.ideal_by_kind_s[kind]);
+  }
+  return t;
+}
+
+// A short step's summary, and per simulated rank the time its compute stream ran kernels, waited
+// for its host or waited on communication within its stage (not on the pipeline's sends and
+// receives, not on other stages): its own pace, whatever the other stages do.
+struct ShortStep {
+  RunSummary summary;
+  std::vector<double> own_s;
+};
+
+ShortStep simulate_short(const RunConfig& config, std::int64_t microbatches, const GpuProfile& gpu,
+                         const CommProfile& comm) {
+  const SimulationResult result = simulate(with_microbatches(config, microbatches), gpu, comm);
+  ShortStep step{result.summary, {}};
+  const int pp_slot = category_slot(OpCategory::kPp);
+  for (std::size_t r = 0; r < result.replay.ranks.size(); ++r) {
+    const TimeSplit split = attribute_time(result.program.graphs[r], result.replay.ranks[r],
+                                           Streams::kCompute, result.replay.end, 0);
+    double own = split.compute_s + split.host_s;
+    for (int g = 0; g < kCommGroupCount; ++g) {
+      if (g != pp_slot) own += split.exposed_comm_s[g];
+    }
+    step.own_s.push_back(own);
+  }
+  return step;
+}
+
+// The whole step's summary from the two short steps', where they agree on what does not depend
+// on the micro-batch count (the rank that ends last, the memory) and the pipeline already runs
+// at its slowest stage's pace; else nothing.
+std::optional<RunSummary> extrapolate(const RunConfig& config, const SteadyStateMicrobatches& m,
+                                      const ShortStep& first, const ShortStep& second) {
+  const RunSummary& a = first.summary;
+  const RunSummary& b = second.summary;
+  if (a.critical_rank != b.critical_rank || a.peak_bytes != b.peak_bytes ||
+      a.fits_in_memory != b.fits_in_memory || b.per_stage.empty() ||
+      first.own_s.size() != second.own_s.size()) {
+    return std::nullopt;
+  }
+  // Each further micro-batch costs every rank its own time again, so in the steady state the
+  // step grows by at least the largest rank's increase. Growing by less, the slowest stage still
+  // has idle gaps at pp + 2 micro-batches that absorb the extra work (uneven stages, e.g. of
+  // one and two layers) and the pace rises later on: not extrapolated.
+  const double period =
+      (b.iteration_time_s - a.iteration_time_s) / static_cast<double>(m.second - m.first);
+  for (std::size_t r = 0; r < first.own_s.size(); ++r) {
+    const double own = (second.own_s[r] - first.own_s[r]) / static_cast<double>(m.second - m.first);
+    if (period < own * (1 - 1e-6)) return std::nullopt;
+  }
+  const double k = static_cast<double>(config.layout.num_microbatches - m.second) /
+                   static_cast<double>(m.second - m.first);
+  RunSummary s = b;
+  s.time = extend(a.time, b.time, k);
+  s.iteration_time_s = s.time.step_s;
+  const IterationFlops flops =
+      iteration_flops(config.model, config.training, config.layout.sizes.tp, config.num_gpus);
+  s.tokens_per_iteration = flops.tokens;
+  s.model_flops_per_iteration = flops.model_per_iteration;
+  s.hardware_flops_per_iteration = flops.hardware_per_iteration;
+  const double per_gpu_s = s.iteration_time_s * static_cast<double>(s.num_gpus);
+  s.tokens_per_s_per_gpu = per_gpu_s > 0 ? s.tokens_per_iteration / per_gpu_s : 0;
+  s.model_tflops_per_gpu = per_gpu_s > 0 ? s.model_flops_per_iteration / per_gpu_s / 1e12 : 0;
+  s.mfu = s.model_tflops_per_gpu * 1e12 / s.peak_flops_per_gpu;
+  ComputeExcess excess;
+  for (int kind = 0; kind < kComputeKindCount; ++kind) {
+    excess.seconds[kind] = s.time.compute_by_kind_s[kind] - s.time.ideal_by_kind_s[kind];
+  }
+  const auto worst = std::max_element(s.per_stage.begin(), s.per_stage.end(),
+                                      [](const auto& x, const auto& y) { return x.peak < y.peak; });
+  s.walls = compute_walls(s.time, excess, *worst, s.hbm_bytes, s.fits_in_memory);
+  return s;
+}
+
+// The step's summary: simulated whole, or extrapolated from two short steps.
+RunSummary point_summary(const RunConfig& config, const GpuProfile& gpu, const CommProfile& comm,
+                         int samples, bool all_microbatches, bool& extrapolated) {
+  extrapolated = false;
+  if (samples > 1) return simulate_samples(config, gpu, comm, samples, 1, {}).summary;
+  if (!all_microbatches) {
+    if (const auto m = steady_state_microbatches(config, samples)) {
+      std::optional<RunSummary> whole;
+      try {
+        // One after the other, so the first step's graphs are freed before the second's are
+        // built.
+        const ShortStep a = simulate_short(config, m->first, gpu, comm);
+        const ShortStep b = simulate_short(config, m->second, gpu, comm);
+        whole = extrapolate(config, *m, a, b);
+      } catch (const std::exception&) {
+        // A short step the simulator refuses or cannot finish: the whole step decides.
+      }
+      if (whole) {
+        extrapolated = true;
+        return *whole;
+      }
+    }
+  }
+  return simulate(config, gpu, comm).summary;
+}
+
+}  // namespace
+
 SweepRow simulate_point(const ScreenedPoint& s, const GpuProfile& gpu, const CommProfile& comm,
-                        double hbm_bytes, int samples) {
+                        double hbm_bytes, int samples, bool all_microbatches) {
   SweepRow row;
   row.index = s.index;
   row.id = point_id(s.point);
@@ -148,9 +295,8 @@ SweepRow simulate_point(const ScreenedPoint& s, const GpuProfile& gpu, const Com
     row.megatron_args = format_megatron_args(export_megatron_args(*s.config).options, false);
   }
   try {
-    const RunSummary summary = samples > 1
-                                   ? simulate_samples(*s.config, gpu, comm, samples, 1, {}).summary
-                                   : simulate(*s.config, gpu, comm).summary;
+    const RunSummary summary =
+        point_summary(*s.config, gpu, comm, samples, all_microbatches, row.extrapolated);
     if (summary.distribution) row.distribution = summary.distribution->step;
     row.step_time_s = summary.iteration_time_s;
     row.tokens_per_s_per_gpu = summary.tokens_per_s_per_gpu;

@@ -10,6 +10,9 @@
 // passes run again before the backward), so a heavier recompute of a layout that fits with a
 // lighter one is slower, and it is not simulated (prune_dominated_recompute); should the lighter
 // one's simulation not fit after all, the next heavier one is simulated (recompute_fallback).
+// Long 1F1B pipelines: a step of many more micro-batches than stages is extrapolated from the
+// steps of pp + 1 and pp + 2 micro-batches (steady_state_microbatches) instead of simulated
+// whole.
 #pragma once
 
 #include <cstdint>
@@ -55,10 +58,40 @@ std::optional<ScreenedPoint> recompute_fallback(const SweepBase& base, const Swe
                                                 const SweepRow& row, double hbm_bytes,
                                                 int compute_capability = 90);
 
+// The micro-batch counts a point's step is extrapolated from, when it is (else nothing).
+//
+// In the 1F1B schedule stage s runs min(pp − s − 1, m) warm-up forwards, m − (pp − s − 1)
+// forward/backward pairs and the remaining backwards, so past the warm-up one more micro-batch
+// adds one pair to every stage's steady phase; the micro-batches of a step are the same ops and
+// the replay is deterministic. Once the pipeline runs at its steady pace each added pair
+// lengthens the step, and each part of its time split, by the same period: step(m) = step(b) +
+// (m − b)·(step(b) − step(a)) with a = pp + 1 and b = pp + 2 (one past pp, where a two-stage
+// pipeline's data-parallel overlap is still settling). The memory held is that of at most pp
+// micro-batches in flight, as in the whole step. The short steps are used only where they end on
+// the same rank with the same peak memory and the step already grows by at least what any rank's
+// own work (kernels, host, communication within its stage) grows per micro-batch; elsewhere the
+// point is simulated whole (simulate_point).
+//
+// This is an approximation, measured rather than assumed (README, `wallsim sweep`): the pace
+// can still drift after pp + 2 micro-batches as the stages' communication shifts against each
+// other, and on the Qwen3-235B-A22B default space some extrapolated steps differ from the whole
+// ones by a few tenths of a percent. Not extrapolated: other schedules (interleaved,
+// zero-bubble, DualPipe), pp = 1, sampled steps (samples > 1 or a `variability` section: their
+// micro-batches differ), and steps of at most 2·pp + 3 micro-batches (extrapolating would
+// simulate as many).
+struct SteadyStateMicrobatches {
+  std::int64_t first = 0;   // pp + 1
+  std::int64_t second = 0;  // pp + 2
+};
+std::optional<SteadyStateMicrobatches> steady_state_microbatches(const RunConfig& config,
+                                                                 int samples = 1);
+
 // Simulates a point that passed screening; a failing simulation gives a row with its error.
 // With samples > 1, replays that many seeded steps of the varied run on this thread: the row
-// describes the median step and carries the spread.
+// describes the median step and carries the spread. Unless `all_microbatches`, a long 1F1B
+// step is extrapolated (steady_state_microbatches; the row says so).
 SweepRow simulate_point(const ScreenedPoint& screened, const GpuProfile& gpu,
-                        const CommProfile& comm, double hbm_bytes, int samples = 1);
+                        const CommProfile& comm, double hbm_bytes, int samples = 1,
+                        bool all_microbatches = false);
 
 }  // namespace wallsim::models

@@ -114,6 +114,9 @@ void write_top(const SweepReport& report, std::ostream& out, std::size_t top) {
         << (overlaps_best_band(report, i) ? " <span title='validation band overlaps the best "
                                             "layout&apos;s'>~best</span>"
                                           : "")
+        << (r.extrapolated ? " <span title='extrapolated from the steps of pp + 1 and pp + 2 "
+                             "micro-batches'>extrapolated</span>"
+                           : "")
         << "</td><td>" << num(r.tokens_per_s_per_gpu) << "</td><td>" << num(100 * r.mfu)
         << "%</td><td>" << format_gib(r.peak_bytes) << "</td><td>"
         << escape(r.failed() ? "error: " + r.error : r.binding)
@@ -281,6 +284,16 @@ void write_sweep_html(const SweepReport& report, std::ostream& out) {
   write_knobs(report, out);
   out << "<h2>Notes</h2><ul>\n";
   for (const auto& note : report.notes) out << "<li>" << escape(note) << "</li>\n";
+  const auto extrapolated = std::count_if(report.rows.begin(), report.rows.end(),
+                                          [](const SweepRow& r) { return r.extrapolated; });
+  if (extrapolated > 0) {
+    out << "<li>" << extrapolated << " of the simulated layouts run the 1F1B schedule with more "
+        << "than 2&middot;pp + 3 micro-batches: their steps were extrapolated from the steps of "
+        << "pp + 1 and pp + 2 micro-batches, each further micro-batch adding one steady-state "
+        << "period (<code>extrapolated</code> in sweep.csv, within a few tenths of a percent "
+        << "of the whole step where measured; <code>--all-microbatches</code> simulates every "
+        << "step whole)</li>\n";
+  }
   for (const auto& [key, count] : c.layout_reasons) {
     out << "<li>pruned by layout rule " << escape(key) << ": " << count << " (e.g. "
         << escape(c.reason_examples.at(key)) << ")</li>\n";

@@ -97,7 +97,8 @@ nlohmann::json row_to_json(const SweepRow& r) {
                         {"binding", r.binding},
                         {"error", r.error},
                         {"config", "configs/" + r.id + ".json"},
-                        {"megatron_args", r.megatron_args}};
+                        {"megatron_args", r.megatron_args},
+                        {"extrapolated", r.extrapolated}};
   if (p.offload) row["offload"] = to_string(*p.offload);
   if (p.cuda_graphs) row["graphs"] = to_string(*p.cuda_graphs);
   if (r.distribution) {
@@ -162,6 +163,7 @@ SweepRow row_from_json(const nlohmann::json& j, const std::string& where) {
     r.binding = j.at("binding").get<std::string>();
     r.error = j.at("error").get<std::string>();
     r.megatron_args = j.value("megatron_args", std::string());  // absent in older journals
+    r.extrapolated = j.value("extrapolated", false);            // likewise
     if (j.contains("p50_s")) {
       r.distribution = Percentiles{j.at("p10_s").get<double>(), j.at("p50_s").get<double>(),
                                    j.at("p90_s").get<double>(), j.at("mean_s").get<double>()};

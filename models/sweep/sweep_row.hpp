@@ -33,6 +33,9 @@ struct SweepRow {
   // The Megatron-LM arguments that launch this point (models/launch_args/megatron_export.hpp),
   // on one line.
   std::string megatron_args;
+  // The step was extrapolated from the steps of pp + 1 and pp + 2 micro-batches
+  // (steady_state_microbatches in sweep_evaluate.hpp), not simulated with all of them.
+  bool extrapolated = false;
   // With --samples N: p10, p50, p90 and mean of the N sampled steps (seconds).
   std::optional<Percentiles> distribution;
   bool failed() const { return !error.empty(); }

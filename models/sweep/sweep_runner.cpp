@@ -97,13 +97,13 @@ void return_freed_pages() {
 
 }  // namespace
 
-double simulation_footprint(const RunConfig& config) {
+double simulation_footprint(const RunConfig& config, std::int64_t microbatches) {
   // The step's graphs hold every micro-batch's pass through every layer of each simulated
   // rank: one rank per stage in symmetric fidelity (the stages together hold each layer once),
   // every rank in full fidelity.
   const Layout& layout = config.layout;
-  double units =
-      static_cast<double>(layout.num_microbatches) * static_cast<double>(config.model.layers);
+  if (microbatches <= 0) microbatches = layout.num_microbatches;
+  double units = static_cast<double>(microbatches) * static_cast<double>(config.model.layers);
   if (config.simulation.fidelity == Fidelity::kFull) {
     units *= static_cast<double>(layout.ranks().world_size() / layout.sizes.pp);
   }
@@ -116,7 +116,7 @@ double remaining_seconds(double elapsed_s, double work_done) {
 }
 
 std::string sweep_fingerprint(const SweepBase& base, const SweepSpace& space, int samples,
-                              SweepObjective objective, bool all_recompute) {
+                              SweepObjective objective, bool all_recompute, bool all_microbatches) {
   std::string text = base.document.dump();
   for (const auto& [knob, values] : describe_space(space)) text += "|" + knob + "=" + values;
   // Only a sampled sweep adds these, so the fingerprints of single-step sweeps stay as they were.
@@ -124,6 +124,7 @@ std::string sweep_fingerprint(const SweepBase& base, const SweepSpace& space, in
     text += "|samples=" + std::to_string(samples) + "|objective=" + to_string(objective);
   }
   if (all_recompute) text += "|all_recompute";
+  if (all_microbatches) text += "|all_microbatches";
   return fingerprint(text);
 }
 
@@ -140,8 +141,8 @@ std::vector<std::string> sweep_notes(const SweepSpace& space) {
 SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const SweepHardware& hw,
                       const SweepRunOptions& options) {
   SweepReport report = report_header(base, space, options.shard);
-  report.fingerprint =
-      sweep_fingerprint(base, space, options.samples, options.objective, options.all_recompute);
+  report.fingerprint = sweep_fingerprint(base, space, options.samples, options.objective,
+                                         options.all_recompute, options.all_microbatches);
   report.samples = options.samples;
   report.objective = options.objective;
   const auto indices = shard_indices(space.size(), options.shard);
@@ -176,17 +177,26 @@ SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const Swee
   // Simulates `points` on the worker threads; the rows in the order of `points`.
   auto simulate_all = [&](const std::vector<const ScreenedPoint*>& points) {
     std::vector<SweepRow> simulated(points.size());
-    std::vector<double> footprints(points.size());
+    std::vector<double> footprints(points.size());  // of the larger simulation a point runs
+    std::vector<double> work(points.size());        // of all it runs
     for (std::size_t k = 0; k < points.size(); ++k) {
-      footprints[k] = simulation_footprint(*points[k]->config);
-      work_total += footprints[k];
+      // An extrapolated point simulates its two short steps one after the other (and the whole
+      // step after them only where they disagree, seldom: not counted).
+      const RunConfig& config = *points[k]->config;
+      const auto steady = options.all_microbatches
+                              ? std::nullopt
+                              : steady_state_microbatches(config, options.samples);
+      footprints[k] = simulation_footprint(config, steady ? steady->second : 0);
+      work[k] = footprints[k] + (steady ? simulation_footprint(config, steady->first) : 0);
+      work_total += work[k];
     }
     parallel_for(static_cast<std::int64_t>(points.size()), options.jobs, [&](std::int64_t i) {
       const auto k = static_cast<std::size_t>(i);
       const double footprint = footprints[k];
       gate.acquire(footprint);
       try {
-        simulated[k] = simulate_point(*points[k], hw.gpu, hw.comm, hw.hbm_bytes, options.samples);
+        simulated[k] = simulate_point(*points[k], hw.gpu, hw.comm, hw.hbm_bytes, options.samples,
+                                      options.all_microbatches);
       } catch (...) {
         gate.release(footprint);
         throw;
@@ -195,7 +205,7 @@ SweepReport run_sweep(const SweepBase& base, const SweepSpace& space, const Swee
       if (footprint > options.simulation_memory_bytes / 2) return_freed_pages();
       const std::lock_guard lock(progress_mutex);
       ++finished;
-      work_done += footprint;
+      work_done += work[k];
       const double share = work_total > 0 ? std::min(1.0, work_done / work_total) : 1.0;
       if (options.on_row) options.on_row(simulated[k], finished, report.counts.simulated, share);
     });

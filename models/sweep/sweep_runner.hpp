@@ -36,8 +36,9 @@ struct SweepHardware {
 // micro-batches through 94 layers (48,128 passes, 3.0 M ops), peaks at 489 MiB.
 inline constexpr double kFootprintBytesPerLayerPass = 10.0 * 1024;
 
-// Estimated peak bytes simulating this point takes (kFootprintBytesPerLayerPass per pass).
-double simulation_footprint(const RunConfig& config);
+// Estimated peak bytes simulating this point takes (kFootprintBytesPerLayerPass per pass), with
+// `microbatches` micro-batches per step instead of the config's when it is given (> 0).
+double simulation_footprint(const RunConfig& config, std::int64_t microbatches = 0);
 
 struct SweepRunOptions {
   int jobs = 1;
@@ -52,6 +53,9 @@ struct SweepRunOptions {
   // Simulate every recompute of a layout, also those a lighter recompute that fits makes slower
   // for nothing (sweep_evaluate.hpp); off, they are pruned.
   bool all_recompute = false;
+  // Simulate every micro-batch of long 1F1B steps; off, they are extrapolated from the steps of
+  // pp + 1 and pp + 2 micro-batches (steady_state_microbatches in sweep_evaluate.hpp).
+  bool all_microbatches = false;
   ShardSpec shard;
   // Rows simulated by an earlier, interrupted run (--resume); their points are not simulated
   // again.
@@ -73,10 +77,10 @@ struct SweepRunOptions {
 double remaining_seconds(double elapsed_s, double work_done);
 
 // Identifies a sweep: the base config, the space, the samples per point, the objective and
-// whether every recompute is simulated (not the shard or the job count).
+// whether every recompute and every micro-batch is simulated (not the shard or the job count).
 std::string sweep_fingerprint(const SweepBase& base, const SweepSpace& space, int samples = 1,
                               SweepObjective objective = SweepObjective::step,
-                              bool all_recompute = false);
+                              bool all_recompute = false, bool all_microbatches = false);
 
 // Notes every sweep report carries (what the space leaves out and why).
 std::vector<std::string> sweep_notes(const SweepSpace& space);

@@ -35,7 +35,8 @@ void write_csv_row(std::ostream& out, std::size_t rank, const SweepRow& r) {
       << to_string(effective_sharding(p)) << "," << number(r.step_time_s) << ","
       << number(r.tokens_per_s_per_gpu) << "," << number(r.mfu) << ","
       << number(r.peak_bytes, "%.0f") << "," << number(r.hbm_bytes, "%.0f") << "," << on_off(r.fits)
-      << "," << r.binding << "," << csv_field(r.error) << ",configs/" << r.id << ".json";
+      << "," << r.binding << "," << csv_field(r.error) << ",configs/" << r.id << ".json,"
+      << on_off(r.extrapolated);
 }
 
 // With --samples: the spread of each row's sampled steps (empty cells for a failed row).
@@ -57,7 +58,8 @@ void write_text_row(const SweepReport& report, std::size_t i, std::ostream& out)
                 (r.id + " dp" + std::to_string(r.dp)).c_str(), objective_s(r, report.objective),
                 r.tokens_per_s_per_gpu, 100 * r.mfu, format_gib(r.peak_bytes).c_str(),
                 r.failed() ? ("error: " + r.error).c_str() : r.binding.c_str());
-  out << line << (overlaps_best_band(report, i) ? "  ~best" : "") << "\n";
+  out << line << (overlaps_best_band(report, i) ? "  ~best" : "")
+      << (r.extrapolated ? "  extrapolated" : "") << "\n";
 }
 
 void write_band_text(const SweepReport& report, std::ostream& out) {
@@ -85,6 +87,13 @@ void write_counts(const SweepReport& report, std::ostream& out) {
   }
   if (c.failed > 0) out << " (" << c.failed << " failed)";
   out << "\n";
+  const auto extrapolated = std::count_if(report.rows.begin(), report.rows.end(),
+                                          [](const SweepRow& r) { return r.extrapolated; });
+  if (extrapolated > 0) {
+    out << "  " << extrapolated << " of them extrapolated: 1F1B steps of more than 2·pp + 3 "
+        << "micro-batches, from the steps of pp + 1 and pp + 2 (--all-microbatches simulates every "
+        << "step whole)\n";
+  }
   for (const auto& [key, count] : c.layout_reasons) {
     out << "  layout: " << count << " x " << key << "  e.g. " << c.reason_examples.at(key) << "\n";
   }
@@ -109,7 +118,7 @@ void write_sweep_csv(const SweepReport& report, std::ostream& out) {
          "tokens_per_s_per_"
          "gpu,mfu,"
          "peak_bytes,"
-         "hbm_bytes,fits_in_memory,binding,error,config"
+         "hbm_bytes,fits_in_memory,binding,error,config,extrapolated"
       << (offloads ? ",offload" : "") << (graphs ? ",graphs" : "")
       << (report.samples > 1 ? ",p10_s,p50_s,p90_s,mean_s" : "") << "\n";
   for (std::size_t i = 0; i < report.rows.size(); ++i) {

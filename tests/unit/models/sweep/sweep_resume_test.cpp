@@ -99,9 +99,11 @@ TEST_CASE(
     "layer passes",
     "[sweep]") {
   // Every point of the fixture simulates 32 layers in symmetric fidelity, so its estimated cost
-  // is its micro-batches per step (global batch 16 / dp): a tp 2 pp 1 point (dp 4, 4
-  // micro-batches) weighs half a tp 8 pp 1 point (dp 1, 16). One worker reports points in
-  // order, so the shares are the running sums over the total.
+  // is the micro-batches it simulates: its micro-batches per step (global batch 16 / dp), e.g. a
+  // tp 2 pp 1 point (dp 4, 4 micro-batches) weighs half a tp 8 pp 1 point (dp 1, 16); or, where
+  // a long 1F1B step is extrapolated (tp 2 pp 2: 8 micro-batches), the short steps' pp + 1 and
+  // pp + 2 (3 + 4). One worker reports points in order, so the shares are the running sums over
+  // the total.
   const Fixture f;
   SweepRunOptions options;
   options.jobs = 1;
@@ -110,7 +112,7 @@ TEST_CASE(
   std::vector<std::int64_t> microbatches;
   options.on_row = [&](const SweepRow& row, std::int64_t, std::int64_t, double work_done) {
     shares.push_back(work_done);
-    microbatches.push_back(row.num_microbatches);
+    microbatches.push_back(row.extrapolated ? 2 * row.point.pp + 3 : row.num_microbatches);
   };
   const SweepReport report = f.run(options);
   REQUIRE(shares.size() == static_cast<std::size_t>(report.counts.simulated));
@@ -123,9 +125,12 @@ TEST_CASE(
     CHECK(shares[i] == Approx(running / total).epsilon(1e-12));
   }
   CHECK(shares.back() == 1.0);
-  // The points differ in weight, so counting points would give other shares.
+  // The points differ in weight, so counting points would give other shares; one of them is
+  // extrapolated.
   CHECK(*std::max_element(microbatches.begin(), microbatches.end()) >
         *std::min_element(microbatches.begin(), microbatches.end()));
+  CHECK(std::any_of(report.rows.begin(), report.rows.end(),
+                    [](const SweepRow& row) { return row.extrapolated; }));
 }
 
 TEST_CASE(
@@ -292,8 +297,8 @@ TEST_CASE("a sweep over offloading choices ranks them and carries them through i
   CHECK(optimizer.step_time_s > none.step_time_s);
   // The choice reaches the CSV.
   const std::string text = csv(report);
-  CHECK(text.find(",config,offload\n") != std::string::npos);
-  CHECK(text.find("-offload-opt.json,optimizer\n") != std::string::npos);
+  CHECK(text.find(",config,extrapolated,offload\n") != std::string::npos);
+  CHECK(text.find("-offload-opt.json,false,optimizer\n") != std::string::npos);
 }
 
 TEST_CASE("a sweep over CUDA-graph scopes ranks them and carries them through its outputs",
@@ -310,8 +315,8 @@ TEST_CASE("a sweep over CUDA-graph scopes ranks them and carries them through it
   CHECK(full.peak_bytes == eager.peak_bytes);
   // The scope reaches the CSV.
   const std::string text = csv(report);
-  CHECK(text.find(",config,graphs\n") != std::string::npos);
-  CHECK(text.find("-graphs.json,per_layer\n") != std::string::npos);
+  CHECK(text.find(",config,extrapolated,graphs\n") != std::string::npos);
+  CHECK(text.find("-graphs.json,false,per_layer\n") != std::string::npos);
 }
 
 TEST_CASE("a point's simulation footprint counts its layer passes", "[sweep]") {
