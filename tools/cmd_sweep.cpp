@@ -185,8 +185,10 @@ void finish(const SweepSetup& setup, const SweepOptions& options,
     models::write_sweep_text(report, std::cout, options.top);
     if (!report.rows.empty() && !report.rows.front().failed()) {
       const models::SweepRow& best = report.rows.front();
-      std::cout << "best: wallsim run " << options.out_dir << "/configs/" << best.id
-                << ".json\n      Megatron-LM: "
+      std::cout << "best: wallsim run " << options.out_dir << "/configs/" << best.id << ".json"
+                << (best.extrapolated ? "  (its step was extrapolated; this simulates it whole)"
+                                      : "")
+                << "\n      Megatron-LM: "
                 << (best.megatron_args.empty()
                         ? "none (training.schedule " + models::effective_schedule(best.point) +
                               " is not a Megatron-LM schedule)"
