@@ -143,17 +143,10 @@ RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepP
   s.critical_rank = static_cast<int>(program.global_rank[critical]);
   s.critical_stage = static_cast<int>(program.stage[critical]);
 
-  const IterationFlops flops =
-      iteration_flops(config.model, config.training, config.layout.sizes.tp, config.num_gpus);
   s.iteration_time_s = replay.end.seconds();
-  s.tokens_per_iteration = flops.tokens;
-  s.model_flops_per_iteration = flops.model_per_iteration;
-  s.hardware_flops_per_iteration = flops.hardware_per_iteration;
   s.peak_flops_per_gpu = gpu.peak_flops(config.training.precision);
-  const double per_gpu_s = s.iteration_time_s * static_cast<double>(s.num_gpus);
-  s.tokens_per_s_per_gpu = per_gpu_s > 0 ? s.tokens_per_iteration / per_gpu_s : 0;
-  s.model_tflops_per_gpu = per_gpu_s > 0 ? s.model_flops_per_iteration / per_gpu_s / 1e12 : 0;
-  s.mfu = s.model_tflops_per_gpu * 1e12 / s.peak_flops_per_gpu;
+  set_throughput(
+      s, iteration_flops(config.model, config.training, config.layout.sizes.tp, config.num_gpus));
 
   const MemoryReport& memory = program.memory;
   s.hbm_bytes = memory.hbm_bytes;
@@ -179,10 +172,24 @@ RunSummary summarize(const RunConfig& config, const GpuProfile& gpu, const StepP
   }
   s.kernel_rates = kernel_rates(gpu, config.training.precision);
   s.kernel_families = kernel_families(graph, trace, Streams::kCompute, s.kernel_rates);
+  s.walls = summary_walls(s, excess);
+  return s;
+}
+
+void set_throughput(RunSummary& s, const IterationFlops& flops) {
+  s.tokens_per_iteration = flops.tokens;
+  s.model_flops_per_iteration = flops.model_per_iteration;
+  s.hardware_flops_per_iteration = flops.hardware_per_iteration;
+  const double per_gpu_s = s.iteration_time_s * static_cast<double>(s.num_gpus);
+  s.tokens_per_s_per_gpu = per_gpu_s > 0 ? s.tokens_per_iteration / per_gpu_s : 0;
+  s.model_tflops_per_gpu = per_gpu_s > 0 ? s.model_flops_per_iteration / per_gpu_s / 1e12 : 0;
+  s.mfu = s.model_tflops_per_gpu * 1e12 / s.peak_flops_per_gpu;
+}
+
+Walls summary_walls(const RunSummary& s, const ComputeExcess& excess) {
   const auto worst = std::max_element(s.per_stage.begin(), s.per_stage.end(),
                                       [](const auto& a, const auto& b) { return a.peak < b.peak; });
-  s.walls = compute_walls(s.time, excess, *worst, s.hbm_bytes, s.fits_in_memory);
-  return s;
+  return compute_walls(s.time, excess, *worst, s.hbm_bytes, s.fits_in_memory);
 }
 
 }  // namespace wallsim::models

@@ -9,6 +9,7 @@
 #include "models/memory.hpp"
 #include "models/pipeline_schedule.hpp"
 #include "models/run/simulate.hpp"
+#include "models/run/summarize.hpp"
 #include "models/step/step_program.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/report/op_category.hpp"
@@ -230,22 +231,13 @@ std::optional<RunSummary> extrapolate(const RunConfig& config, const SteadyState
   RunSummary s = b;
   s.time = extend(a.time, b.time, k);
   s.iteration_time_s = s.time.step_s;
-  const IterationFlops flops =
-      iteration_flops(config.model, config.training, config.layout.sizes.tp, config.num_gpus);
-  s.tokens_per_iteration = flops.tokens;
-  s.model_flops_per_iteration = flops.model_per_iteration;
-  s.hardware_flops_per_iteration = flops.hardware_per_iteration;
-  const double per_gpu_s = s.iteration_time_s * static_cast<double>(s.num_gpus);
-  s.tokens_per_s_per_gpu = per_gpu_s > 0 ? s.tokens_per_iteration / per_gpu_s : 0;
-  s.model_tflops_per_gpu = per_gpu_s > 0 ? s.model_flops_per_iteration / per_gpu_s / 1e12 : 0;
-  s.mfu = s.model_tflops_per_gpu * 1e12 / s.peak_flops_per_gpu;
+  set_throughput(
+      s, iteration_flops(config.model, config.training, config.layout.sizes.tp, config.num_gpus));
   ComputeExcess excess;
   for (int kind = 0; kind < kComputeKindCount; ++kind) {
     excess.seconds[kind] = s.time.compute_by_kind_s[kind] - s.time.ideal_by_kind_s[kind];
   }
-  const auto worst = std::max_element(s.per_stage.begin(), s.per_stage.end(),
-                                      [](const auto& x, const auto& y) { return x.peak < y.peak; });
-  s.walls = compute_walls(s.time, excess, *worst, s.hbm_bytes, s.fits_in_memory);
+  s.walls = summary_walls(s, excess);
   return s;
 }
 
