@@ -51,8 +51,14 @@ void unmap_huge_pages(void* block, std::size_t bytes) noexcept {
 
 void release_unused(void* block, std::size_t used, std::size_t bytes) noexcept {
 #if defined(__linux__)
-  const std::size_t from = round_up(used, kSmallPageBytes);
+  // The block's whole 2 MiB ranges are huge pages. One that `used` ends inside is kept whole:
+  // it is resident from its first touch anyway, and releasing its tail would split it into
+  // 4 KiB pages, whose mappings every later access then rebuilds (on a virtual machine with
+  // shadow page tables, microseconds a page: more than the pass over the table itself).
   const std::size_t to = round_up(bytes == 0 ? 1 : bytes, kSmallPageBytes);
+  const std::size_t huge_end = to / kHugePageBytes * kHugePageBytes;
+  const std::size_t from =
+      used < huge_end ? round_up(used, kHugePageBytes) : round_up(used, kSmallPageBytes);
   if (from < to) madvise(static_cast<std::byte*>(block) + from, to - from, MADV_DONTNEED);
 #else
   (void)block;

@@ -35,10 +35,11 @@ std::size_t huge_page_rounded(std::size_t bytes);
 void* map_huge_pages(std::size_t bytes);
 // Releases a block of map_huge_pages(bytes) to the system at once.
 void unmap_huge_pages(void* block, std::size_t bytes) noexcept;
-// Gives the system back the memory of bytes [used, bytes) of a block of map_huge_pages(bytes)
-// (the whole 4 KiB pages among them; a huge page they cut is split), which then read as zeros:
-// room a container reserved and did not fill, or the rest of the huge page its last entries
-// touched.
+// Gives the system back the memory of a block of map_huge_pages(bytes) past its first `used`
+// bytes (room a container reserved and did not fill); what is given back then reads as zeros.
+// The huge page that `used` ends inside is kept whole (it is resident since its first touch,
+// and splitting it into 4 KiB pages makes every later access to the rest of it dearer); past
+// it, whole huge pages and the 4 KiB pages of the block's last partial range are given back.
 void release_unused(void* block, std::size_t used, std::size_t bytes) noexcept;
 
 class TableArena {

@@ -107,3 +107,34 @@ TEST_CASE("a vector under one huge page stays on the heap", "[core][arena]") {
   CHECK(wallsim::huge_page_rounded(0) == wallsim::kHugePageBytes);
   CHECK(wallsim::huge_page_rounded(wallsim::kHugePageBytes + 1) == 2 * wallsim::kHugePageBytes);
 }
+
+#if defined(__linux__)
+TEST_CASE("giving back unfilled room keeps the huge page the filled part ends in whole",
+          "[core][arena]") {
+  // A block of three huge pages and 64 KiB more (on 4 KiB pages), every byte written.
+  const std::size_t huge = wallsim::kHugePageBytes;
+  const std::size_t bytes = 3 * huge + 64 * 1024;
+  auto* block = static_cast<unsigned char*>(wallsim::map_huge_pages(bytes));
+  const auto fill = [&] { std::fill(block, block + bytes, static_cast<unsigned char>(0xab)); };
+  const auto reads = [&](std::size_t from, std::size_t to) {  // the value every byte holds, or -1
+    const unsigned char first = block[from];
+    const bool same =
+        std::all_of(block + from, block + to, [&](unsigned char b) { return b == first; });
+    return same ? int{first} : -1;
+  };
+  // Filled up to 100 bytes into the second huge page: the rest of that page is kept (still
+  // written), the third huge page and the 4 KiB tail are given back (anonymous memory given
+  // back with MADV_DONTNEED reads as zeros).
+  fill();
+  wallsim::release_unused(block, huge + 100, bytes);
+  CHECK(reads(0, 2 * huge) == 0xab);
+  CHECK(reads(2 * huge, bytes) == 0);
+  // Filled into the 4 KiB tail past the last whole huge page: only 4 KiB pages past the one
+  // the filled part ends in are given back.
+  fill();
+  wallsim::release_unused(block, 3 * huge + 100, bytes);
+  CHECK(reads(0, 3 * huge + 4096) == 0xab);
+  CHECK(reads(3 * huge + 4096, bytes) == 0);
+  wallsim::unmap_huge_pages(block, bytes);
+}
+#endif
