@@ -53,8 +53,8 @@ void release_unused(void* block, std::size_t used, std::size_t bytes) noexcept {
 #if defined(__linux__)
   // The block's whole 2 MiB ranges are huge pages. One that `used` ends inside is kept whole:
   // it is resident from its first touch anyway, and releasing its tail would split it into
-  // 4 KiB pages, whose mappings every later access then rebuilds (on a virtual machine with
-  // shadow page tables, microseconds a page: more than the pass over the table itself).
+  // 4 KiB pages; on the virtual machine of bench/README.md the next access to each of those
+  // then cost microseconds, far more than the pass over the table that made it.
   const std::size_t to = round_up(bytes == 0 ? 1 : bytes, kSmallPageBytes);
   const std::size_t huge_end = to / kHugePageBytes * kHugePageBytes;
   const std::size_t from =
