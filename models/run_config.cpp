@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/hugging_face_config.hpp"
+#include "models/placement_hint.hpp"
 #include "sim/core/data_path.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/core/json_reader.hpp"
@@ -201,6 +202,9 @@ RunConfig run_config_from_json(nlohmann::json document, const std::string& file,
   if (config.model.name.empty()) config.model.name = "model";
   config.layout =
       make_layout(config.model, config.parallel, config.training, config.num_gpus, label);
+  const std::string hint =
+      placement_hint(config.layout, config.cluster.gpus_per_domain(), config.cluster.gpus_per_node);
+  if (!hint.empty()) config.layout.notes.push_back(hint);
   return config;
 }
 
