@@ -43,7 +43,11 @@ std::string ranks_of(const std::vector<std::int64_t>& group) {
 }  // namespace
 
 std::string placement_hint(const Layout& layout, int gpus_per_domain, int gpus_per_node) {
+  // The groups are listed rank by rank; past a million GPUs (no cluster is that large) a
+  // config is left without the hint rather than paying for the list.
+  constexpr std::int64_t kMaxRanks = std::int64_t{1} << 20;
   if (gpus_per_domain <= gpus_per_node || gpus_per_node < 1) return "";
+  if (layout.sizes.world() > kMaxRanks) return "";
   const RankLayout ranks = layout.ranks();
   std::vector<GroupKind> kinds;
   if (layout.sizes.tp > 1) kinds.push_back({"tensor-parallel", ranks.groups({Axis::tp})});

@@ -12,7 +12,8 @@
 namespace wallsim::models {
 
 // The note, or "" when every group already stays in one domain, when domains are single nodes,
-// or when no share of whole nodes smaller than the domain keeps every group inside one.
+// or when no share of whole nodes smaller than the domain keeps every group inside one (and for
+// worlds of more than 2^20 GPUs, whose groups are not listed).
 // `gpus_per_domain` is the run's domain (after any placement), `gpus_per_node` the node's GPUs.
 std::string placement_hint(const Layout& layout, int gpus_per_domain, int gpus_per_node);
 
