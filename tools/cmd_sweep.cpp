@@ -113,6 +113,16 @@ SweepSetup load_setup(const SweepOptions& options) {
           "command line", "--vary", assignment,
           "expert parallelism needs a MoE model; " + parsed.model.name + " has no experts");
     }
+    // A share every point would refuse is the command line's error, said once.
+    if (assignment.rfind("placement=", 0) == 0) {
+      for (const auto& gpus : setup.space.placement) {
+        try {
+          models::variant_of(parsed, {"placement.gpus_per_domain=" + std::to_string(*gpus)});
+        } catch (const InputError& e) {
+          throw InputError("command line", "--vary", assignment, e.what());
+        }
+      }
+    }
   }
   setup.profile = models::run_profile(parsed);
   setup.objective = checked_objective(options, parsed);
@@ -239,7 +249,7 @@ void add_sweep_command(CLI::App& app, CommandSet& commands) {
   sub->add_option("--vary", options->vary,
                   "Replace a knob's values, e.g. --vary tp=2,4,8 pp=1,2,4 recompute=none "
                   "(knobs: tp sp cp pp vpp schedule ep etp dispatcher mb recompute dist_opt "
-                  "sharding overlap offload graphs)");
+                  "sharding overlap offload graphs placement)");
   sub->add_option("--set", options->overrides, "Override a field of the base config");
   sub->add_option("--jobs,-j", options->jobs, "Worker threads (default: all cores)")
       ->check(CLI::PositiveNumber);

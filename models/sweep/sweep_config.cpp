@@ -76,6 +76,7 @@ std::vector<std::string> point_overrides(const SweepBase& base, const SweepPoint
     o.push_back("training.optimizer.precision_aware=true");
   }
   if (p.cuda_graphs) o.push_back(std::string("training.cuda_graphs=") + to_string(*p.cuda_graphs));
+  if (p.placement) o.push_back("placement.gpus_per_domain=" + std::to_string(*p.placement));
   o.push_back("description=\"wallsim sweep point " + point_id(p) + "\"");
   return o;
 }

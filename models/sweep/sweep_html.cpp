@@ -219,6 +219,14 @@ void write_knobs(const SweepReport& report, std::ostream& out) {
                                                               : "config");
                      }});
   }
+  const bool placements = std::any_of(report.rows.begin(), report.rows.end(),
+                                      [](const auto& r) { return r.point.placement.has_value(); });
+  if (placements) {
+    knobs.push_back({"placement", [](const SweepRow& r) {
+                       return r.point.placement ? std::to_string(*r.point.placement)
+                                                : std::string("config");
+                     }});
+  }
   for (const auto& [name, value_of] : knobs) write_knob(name, value_of, report.rows, best, out);
 }
 

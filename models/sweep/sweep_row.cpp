@@ -101,6 +101,7 @@ nlohmann::json row_to_json(const SweepRow& r) {
                         {"extrapolated", r.extrapolated}};
   if (p.offload) row["offload"] = to_string(*p.offload);
   if (p.cuda_graphs) row["graphs"] = to_string(*p.cuda_graphs);
+  if (p.placement) row["placement"] = *p.placement;
   if (r.distribution) {
     row["p10_s"] = r.distribution->p10;
     row["p50_s"] = r.distribution->p50;
@@ -152,6 +153,13 @@ SweepRow row_from_json(const nlohmann::json& j, const std::string& where) {
       if (!r.point.cuda_graphs) {
         throw InputError(where, "rows", j.at("graphs").dump(),
                          "malformed sweep row: graphs must be none, per_layer or full_iteration");
+      }
+    }
+    if (j.contains("placement")) {
+      r.point.placement = j.at("placement").get<std::int64_t>();
+      if (*r.point.placement < 1) {
+        throw InputError(where, "rows", j.at("placement").dump(),
+                         "malformed sweep row: placement must be a positive GPU count");
       }
     }
     r.step_time_s = j.at("step_time_s").get<double>();

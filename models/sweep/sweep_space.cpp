@@ -171,6 +171,8 @@ std::string join(const std::vector<T>& values) {
       text += value ? to_string(*value) : "config";
     } else if constexpr (std::is_same_v<T, std::optional<CudaGraphs>>) {
       text += value ? to_string(*value) : "config";
+    } else if constexpr (std::is_same_v<T, std::optional<std::int64_t>>) {
+      text += value ? std::to_string(*value) : "config";
     } else {
       text += std::to_string(value);
     }
@@ -241,6 +243,7 @@ std::string point_id(const SweepPoint& p) {
     static constexpr const char* kNames[] = {"-eager", "-graphs", "-fullgraph"};
     id += kNames[static_cast<int>(*p.cuda_graphs)];
   }
+  if (p.placement) id += "-place" + std::to_string(*p.placement);
   return id;
 }
 
@@ -249,12 +252,13 @@ std::int64_t SweepSpace::size() const {
                                    vpp.size() * schedule.size() * ep.size() * etp.size() *
                                    dispatcher.size() * micro_batch.size() * recompute.size() *
                                    distributed_optimizer.size() * sharding.size() * overlap.size() *
-                                   offload.size() * graphs.size());
+                                   offload.size() * graphs.size() * placement.size());
 }
 
 SweepPoint SweepSpace::at(std::int64_t index) const {
   // Mixed radix, the last knob varying fastest.
   SweepPoint p;
+  p.placement = placement[pick(placement, index)];
   p.cuda_graphs = graphs[pick(graphs, index)];
   p.offload = offload[pick(offload, index)];
   p.overlap = overlap[pick(overlap, index)];
@@ -277,8 +281,9 @@ SweepPoint SweepSpace::at(std::int64_t index) const {
 
 std::int64_t SweepSpace::with_recompute(std::int64_t index, std::size_t position) const {
   // The knobs at() picks before recompute vary faster.
-  const auto stride = static_cast<std::int64_t>(graphs.size() * offload.size() * overlap.size() *
-                                                sharding.size() * distributed_optimizer.size());
+  const auto stride =
+      static_cast<std::int64_t>(placement.size() * graphs.size() * offload.size() * overlap.size() *
+                                sharding.size() * distributed_optimizer.size());
   const auto count = static_cast<std::int64_t>(recompute.size());
   const std::int64_t digit = (index / stride) % count;
   return index + (static_cast<std::int64_t>(position) - digit) * stride;
@@ -291,8 +296,9 @@ bool sweeps_experts(const SweepSpace& space) {
 
 const std::vector<std::string>& sweep_knob_names() {
   static const std::vector<std::string> kNames{
-      "tp",         "sp", "cp",        "pp",       "vpp",      "schedule", "ep",      "etp",
-      "dispatcher", "mb", "recompute", "dist_opt", "sharding", "overlap",  "offload", "graphs"};
+      "tp",       "sp",      "cp",         "pp",     "vpp",       "schedule",
+      "ep",       "etp",     "dispatcher", "mb",     "recompute", "dist_opt",
+      "sharding", "overlap", "offload",    "graphs", "placement"};
   return kNames;
 }
 
@@ -408,7 +414,10 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
     space.offload = parse_offloads(assignment, values);
   else if (knob == "graphs")
     space.graphs = parse_graphs(assignment, values);
-  else {
+  else if (knob == "placement") {
+    space.placement.clear();
+    for (const std::int64_t gpus : parse_sizes(assignment, values)) space.placement.push_back(gpus);
+  } else {
     reject(assignment, "unknown knob \"" + knob + "\"; valid knobs: " + knob_list());
   }
   keep_unique(space.tp);
@@ -427,6 +436,7 @@ void apply_vary(SweepSpace& space, const std::string& assignment) {
   keep_unique(space.overlap);
   keep_unique(space.offload);
   keep_unique(space.graphs);
+  keep_unique(space.placement);
 }
 
 std::vector<std::pair<std::string, std::string>> describe_space(const SweepSpace& s) {
@@ -460,6 +470,9 @@ std::vector<std::pair<std::string, std::string>> describe_space(const SweepSpace
   }
   if (s.graphs != std::vector<std::optional<CudaGraphs>>{std::nullopt}) {
     knobs.emplace_back("graphs", join(s.graphs));
+  }
+  if (s.placement != std::vector<std::optional<std::int64_t>>{std::nullopt}) {
+    knobs.emplace_back("placement", join(s.placement));
   }
   return knobs;
 }

@@ -62,6 +62,9 @@ struct SweepPoint {
   std::optional<DataSharding> sharding;
   std::optional<SweepOffload> offload;    // nullopt: the base config's training.offload
   std::optional<CudaGraphs> cuda_graphs;  // nullopt: the base config's training.cuda_graphs
+  // placement.gpus_per_domain (the job's whole-node share of each NVLink domain); nullopt: the
+  // base config's placement
+  std::optional<std::int64_t> placement;
   bool operator==(const SweepPoint&) const = default;
 };
 
@@ -97,6 +100,7 @@ struct SweepSpace {
   std::vector<bool> overlap{true};
   std::vector<std::optional<SweepOffload>> offload{std::nullopt};
   std::vector<std::optional<CudaGraphs>> graphs{std::nullopt};
+  std::vector<std::optional<std::int64_t>> placement{std::nullopt};
 
   std::int64_t size() const;
   // The point with this index (0 <= index < size()).

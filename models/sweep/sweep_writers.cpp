@@ -113,6 +113,9 @@ void write_sweep_csv(const SweepReport& report, std::ostream& out) {
   const bool graphs = std::any_of(report.rows.begin(), report.rows.end(), [](const SweepRow& r) {
     return r.point.cuda_graphs.has_value();
   });
+  const bool placements =
+      std::any_of(report.rows.begin(), report.rows.end(),
+                  [](const SweepRow& r) { return r.point.placement.has_value(); });
   out << "rank,id,tp,sp,cp,pp,vpp,dp,micro_batch,num_microbatches,recompute,"
          "distributed_optimizer,overlap,ep,etp,dispatcher,schedule,data_sharding,step_time_s,"
          "tokens_per_s_per_"
@@ -120,7 +123,8 @@ void write_sweep_csv(const SweepReport& report, std::ostream& out) {
          "peak_bytes,"
          "hbm_bytes,fits_in_memory,binding,error,config,extrapolated"
       << (offloads ? ",offload" : "") << (graphs ? ",graphs" : "")
-      << (report.samples > 1 ? ",p10_s,p50_s,p90_s,mean_s" : "") << "\n";
+      << (placements ? ",placement" : "") << (report.samples > 1 ? ",p10_s,p50_s,p90_s,mean_s" : "")
+      << "\n";
   for (std::size_t i = 0; i < report.rows.size(); ++i) {
     write_csv_row(out, i + 1, report.rows[i]);
     if (offloads) {
@@ -130,6 +134,10 @@ void write_sweep_csv(const SweepReport& report, std::ostream& out) {
     if (graphs) {
       const auto& scope = report.rows[i].point.cuda_graphs;
       out << "," << (scope ? to_string(*scope) : "config");
+    }
+    if (placements) {
+      const auto& gpus = report.rows[i].point.placement;
+      out << "," << (gpus ? std::to_string(*gpus) : "config");
     }
     if (report.samples > 1) write_csv_distribution(out, report.rows[i]);
     out << "\n";

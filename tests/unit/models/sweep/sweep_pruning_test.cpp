@@ -116,6 +116,7 @@ TEST_CASE("a point's config is the base with the point's layout written in", "[s
                      false,
                      std::nullopt,
                      std::nullopt,
+                     std::nullopt,
                      std::nullopt};
   const RunConfig config = run_config_from_json(point_config(base, p), "point.json");
   CHECK(config.num_gpus == 16);
@@ -178,6 +179,7 @@ TEST_CASE("the overlap knob overlaps shared experts where Megatron-Core can", "[
                Recompute::full,
                true,
                true,
+               std::nullopt,
                std::nullopt,
                std::nullopt,
                std::nullopt};

@@ -27,7 +27,7 @@ TEST_CASE("the space's size is the product of its knobs' value counts, each poin
   CHECK(space.at(1).recompute == Recompute::full);
   CHECK(space.at(23) == SweepPoint{4, true, 1, 2, 1, "", 1, 1, MoeDispatcher::kAllToAll, 2,
                                    Recompute::full, true, true, std::nullopt, std::nullopt,
-                                   std::nullopt});
+                                   std::nullopt, std::nullopt});
 }
 
 TEST_CASE("with_recompute names the same point with another recompute", "[sweep]") {
@@ -36,6 +36,7 @@ TEST_CASE("with_recompute names the same point with another recompute", "[sweep]
   space.recompute = {Recompute::full, Recompute::none, Recompute::selective};
   space.distributed_optimizer = {true, false};
   space.graphs = {std::nullopt, CudaGraphs::kPerLayer};
+  space.placement = {std::nullopt, 64};
   for (std::int64_t i = 0; i < space.size(); ++i) {
     for (std::size_t k = 0; k < space.recompute.size(); ++k) {
       const std::int64_t j = space.with_recompute(i, k);
@@ -105,6 +106,7 @@ TEST_CASE("point ids name every knob that distinguishes a point", "[sweep]") {
                true,
                std::nullopt,
                std::nullopt,
+               std::nullopt,
                std::nullopt};
   CHECK(point_id(p) == "tp8-cp1-pp4-vpp5-mb1-none");
   p.sequence_parallel = false;
@@ -151,6 +153,22 @@ TEST_CASE("CUDA-graph scopes listed by --vary graphs vary fastest", "[sweep]") {
         std::pair<std::string, std::string>{"graphs", "none,per_layer,full_iteration"});
   CHECK_THROWS_WITH(apply_vary(space, "graphs=attn"),
                     Catch::Contains("must be one of: none, per_layer, full_iteration"));
+}
+
+TEST_CASE("NVLink-domain shares listed by --vary placement vary fastest", "[sweep]") {
+  SweepSpace space;
+  apply_vary(space, "graphs=none,per_layer");
+  apply_vary(space, "placement=72,64,72");  // repeats dropped
+  REQUIRE(space.size() == 4);
+  CHECK(space.at(0).placement == 72);
+  CHECK(space.at(1).placement == 64);
+  CHECK(space.at(2).cuda_graphs == CudaGraphs::kPerLayer);
+  CHECK(point_id(space.at(1)) == "tp1-cp1-pp1-vpp1-mb1-none-eager-place64");
+  CHECK(describe_space(space).back() == std::pair<std::string, std::string>{"placement", "72,64"});
+  CHECK_THROWS_WITH(apply_vary(space, "placement=rack"),
+                    Catch::Contains("\"rack\" is not a positive integer"));
+  CHECK_THROWS_WITH(apply_vary(space, "placement=0"),
+                    Catch::Contains("\"0\" is not a positive integer"));
 }
 
 TEST_CASE("a mixture-of-experts model's default space sweeps ep, etp and the dispatcher",
