@@ -5,7 +5,9 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -16,6 +18,31 @@
 
 namespace wallsim::models {
 namespace {
+
+// On NVLink domains larger than a node whose size is not a power of two (an NVL72 rack of 72),
+// groups of 32 or 64 ranks laid out in rank order can straddle two domains: when the job spans
+// several and the sweep keeps one placement, say which share to try beside it.
+std::optional<std::string> placement_note(const RunConfig& c, std::int64_t num_gpus,
+                                          const SweepSpace& space) {
+  const std::int64_t domain = c.cluster.gpus_per_domain();
+  const std::int64_t node = c.cluster.gpus_per_node;
+  if (space.placement != std::vector<std::optional<std::int64_t>>{std::nullopt} || node < 1 ||
+      domain <= node || num_gpus <= domain) {
+    return std::nullopt;
+  }
+  std::int64_t share = node;  // the largest node multiple of power-of-two size within the domain
+  for (std::int64_t s = 1; s <= domain; s *= 2) {
+    if (s % node == 0) share = s;
+  }
+  if (share >= domain || share % node != 0) return std::nullopt;
+  return "every point keeps the base config's NVLink domains of " + std::to_string(domain) +
+         " GPUs, where groups of " + std::to_string(share / 2) + " or " + std::to_string(share) +
+         " ranks (ep·etp, tp·cp) can straddle two domains; --vary placement=" +
+         std::to_string(domain) + "," + std::to_string(share) + " also tries " +
+         std::to_string(share) +
+         " GPUs of each domain (placement.gpus_per_domain), which keeps "
+         "them inside one";
+}
 
 SweepReport report_header(const SweepBase& base, const SweepSpace& space, const ShardSpec& shard) {
   const RunConfig& c = base.parsed;
@@ -31,6 +58,7 @@ SweepReport report_header(const SweepBase& base, const SweepSpace& space, const 
   report.shard = shard;
   report.space = describe_space(space);
   report.notes = sweep_notes(space);
+  if (auto note = placement_note(c, base.num_gpus, space)) report.notes.push_back(*note);
   return report;
 }
 

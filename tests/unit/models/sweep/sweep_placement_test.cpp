@@ -46,3 +46,34 @@ TEST_CASE("expert groups kept inside NVL72 racks by --vary placement run faster"
   const SweepRow back = row_from_json(row_to_json(report.rows[0]), "journal");
   CHECK(back.point == report.rows[0].point);
 }
+
+TEST_CASE("a sweep over several NVL72 racks at one placement says which share to try", "[sweep]") {
+  // Racks of 72 GPUs in trays of 4: the largest power-of-two share of whole trays is 64, which
+  // holds groups of 32 and 64 whole; a sweep that already varies the placement, or that fits in
+  // one rack, or that runs on 8-GPU nodes, gets no note.
+  const auto notes_of = [](const std::vector<std::string>& overrides, std::int64_t gpus,
+                           const std::string& vary) {
+    const SweepBase base = load_sweep_base(
+        std::string(WALLSIM_SOURCE_ROOT) + "/configs/examples/qwen3-30b-a3b-8gpu.json", overrides,
+        gpus);
+    const Profile profile = load_profile(shipped_profile_path(base.parsed.cluster.gpu));
+    SweepSpace space;
+    space.ep = {8};
+    space.recompute = {Recompute::none};
+    if (!vary.empty()) apply_vary(space, vary);
+    std::string notes;
+    for (const auto& note :
+         run_sweep(base, space, {profile.gpu, profile.comm, profile.gpu.hbm_bytes}, {}).notes) {
+      notes += note + "\n";
+    }
+    return notes;
+  };
+  const std::vector<std::string> rack = {"cluster=\"configs/clusters/gb200-nvl72.json\"",
+                                         "training.global_batch=256"};
+  CHECK_THAT(notes_of(rack, 256, ""), Catch::Contains("--vary placement=72,64"));
+  CHECK_THAT(notes_of(rack, 256, ""), Catch::Contains("groups of 32 or 64 ranks"));
+  CHECK(notes_of(rack, 256, "placement=72,64").find("--vary placement") == std::string::npos);
+  CHECK(notes_of(rack, 64, "").find("--vary placement") == std::string::npos);
+  CHECK(notes_of({"training.global_batch=256"}, 256, "").find("--vary placement") ==
+        std::string::npos);
+}
