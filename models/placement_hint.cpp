@@ -17,9 +17,7 @@ struct GroupKind {
 // The first group with ranks in two domains of `per_domain` GPUs, or nullptr.
 const std::vector<std::int64_t>* crossing_group(const RankGroups& groups, std::int64_t per_domain) {
   for (const auto& group : groups) {
-    for (const std::int64_t rank : group) {
-      if (rank / per_domain != group.front() / per_domain) return &group;
-    }
+    if (leaves_domain(group, per_domain)) return &group;
   }
   return nullptr;
 }
@@ -41,6 +39,13 @@ std::string ranks_of(const std::vector<std::int64_t>& group) {
 }
 
 }  // namespace
+
+bool leaves_domain(const std::vector<std::int64_t>& ranks, std::int64_t per_domain) {
+  for (const std::int64_t rank : ranks) {
+    if (rank / per_domain != ranks.front() / per_domain) return true;
+  }
+  return false;
+}
 
 std::string placement_hint(const Layout& layout, int gpus_per_domain, int gpus_per_node) {
   // The groups are listed rank by rank; past a million GPUs (no cluster is that large) a

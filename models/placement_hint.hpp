@@ -5,11 +5,17 @@
 // one domain.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "models/layout.hpp"
 
 namespace wallsim::models {
+
+// Whether `ranks` (global ranks, placed in order `per_domain` to a domain) lie in more than one
+// NVLink domain, so that traffic among them takes the network.
+bool leaves_domain(const std::vector<std::int64_t>& ranks, std::int64_t per_domain);
 
 // The note, or "" when every group already stays in one domain, when domains are single nodes,
 // or when no share of whole nodes smaller than the domain keeps every group inside one (and for

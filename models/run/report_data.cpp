@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "models/placement_hint.hpp"
 #include "sim/core/input_error.hpp"
 #include "sim/report/op_category.hpp"
 
@@ -19,13 +20,8 @@ std::vector<std::string> stream_names() {
   return names;
 }
 
-// Whether the ranks leave one NVLink domain, so that their traffic takes the network.
 bool crosses_domains(const RunConfig& config, const std::vector<std::int64_t>& ranks) {
-  const std::int64_t per_domain = config.cluster.gpus_per_domain();
-  for (std::int64_t rank : ranks) {
-    if (rank / per_domain != ranks.front() / per_domain) return true;
-  }
-  return false;
+  return leaves_domain(ranks, config.cluster.gpus_per_domain());
 }
 
 bool op_crosses_domains(const RunConfig& config, const StepProgram& program, RankIndex rank,
